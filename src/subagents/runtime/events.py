@@ -1,0 +1,111 @@
+"""Events: one small record per step, delivered to async iterators and callbacks.
+
+Kinds: ``run_start``, ``run_end``, ``turn_start``, ``assistant_text``, ``tool_start``, ``tool_end``,
+``subagent_spawned``, ``subagent_status_changed``, ``subagent_completed``, ``announcement``.
+Each carries the agent id, its parent id and depth.  Publishing costs nothing when nobody listens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Event", "EventBus", "EventCallback"]
+
+
+@dataclass(slots=True)
+class Event:
+    kind: str
+    agent_id: str
+    parent_id: str | None
+    depth: int
+    data: dict[str, Any] = field(default_factory=dict)
+    ts: float = field(default_factory=time.time)
+    nickname: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "agent_id": self.agent_id, "nickname": self.nickname,
+                "parent_id": self.parent_id, "depth": self.depth, "ts": self.ts, **self.data}
+
+
+EventCallback = Callable[[Event], Any]
+
+
+class _Subscription:
+    __slots__ = ("closed", "queue", "waiter")
+
+    def __init__(self) -> None:
+        self.queue: collections.deque[Event] = collections.deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.closed = False
+
+    def push(self, ev: Event) -> None:
+        self.queue.append(ev)
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+
+class EventBus:
+    """Fan-out of events to subscribers (async iterators) and callbacks, in publish order."""
+
+    __slots__ = ("_callbacks", "_subs", "active")
+
+    def __init__(self) -> None:
+        self._subs: list[_Subscription] = []
+        self._callbacks: list[EventCallback] = []
+        self.active = False
+
+    def _refresh(self) -> None:
+        self.active = bool(self._subs or self._callbacks)
+
+    def on(self, callback: EventCallback) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event (sync; exceptions propagate to the publisher)."""
+        self._callbacks.append(callback)
+        self._refresh()
+
+        def off() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+                self._refresh()
+
+        return off
+
+    def publish(self, ev: Event) -> None:
+        for cb in self._callbacks:
+            cb(ev)
+        for s in self._subs:
+            s.push(ev)
+
+    def close(self) -> None:
+        """End every subscription (their iterators stop after draining)."""
+        for s in self._subs:
+            s.closed = True
+            if s.waiter is not None and not s.waiter.done():
+                s.waiter.set_result(None)
+        self._subs.clear()
+        self._refresh()
+
+    async def subscribe(self) -> AsyncIterator[Event]:
+        """Iterate over events from now on until the bus closes (or the consumer stops)."""
+        sub = _Subscription()
+        self._subs.append(sub)
+        self._refresh()
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                while sub.queue:
+                    yield sub.queue.popleft()
+                if sub.closed:
+                    return
+                sub.waiter = loop.create_future()
+                await sub.waiter
+                sub.waiter = None
+        finally:
+            if sub in self._subs:
+                self._subs.remove(sub)
+                self._refresh()

@@ -1,0 +1,273 @@
+"""``AgentCore``: the loop of one agent — one conversation, one tool registry, one model.
+
+Contract of :meth:`AgentCore.run` (each step is one method below):
+
+1. Append the prompt (if any) as a user message; start the wall clock of ``limits.timeout_s``
+   (enforced with a deadline around the whole run, so a hanging model call or tool is cancelled).
+2. Per turn, check ``max_turns`` *before* calling the model, emit ``turn_start``.
+3. Build the :class:`ModelRequest` (system prompt, the whole conversation, the tool specs of the
+   fence) and call the model; text reaches ``assistant_text`` events (streamed deltas as they
+   arrive).  A model failure ends the run with outcome ``error``.
+4. Append the assistant message; add usage and cost to the budget and check ``max_tokens`` and
+   ``max_cost_usd`` (spent + reserved for children).
+5. Decide: no tool calls → :class:`Final` (unless messages wait in the inbox: then they are
+   appended and the run goes on); else run the tools.
+6. Run the tool calls: consecutive parallel-safe calls (read-only and agent tools) concurrently,
+   the others one by one, in order.  The registry enforces the fence and the argument schema;
+   every failure is a tool error the model sees, never an exception.
+7. Append one user message with every tool result (paired by id) plus any inbox messages
+   (``send_input``, announcements) — the "next tool boundary" — and go to 2 (:class:`RunAgain`).
+8. End in a :class:`Final` or :class:`Stopped` decision and build the :class:`RunResult`, keeping
+   the last assistant text as partial work when stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..exceptions import LimitExceeded, ModelError
+from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from ..models.base import AgentInfo, Model, ModelRequest, ModelResponse, ToolCall
+from ..models.pricing import cost_of
+from ..tools.base import ToolContext, ToolRegistry
+from .events import Event, EventBus
+from .limits import Budget, Limits
+from .result import RunResult
+from .status import Outcome, Status
+
+__all__ = ["AgentCore", "Decision", "Final", "RunAgain", "Stopped"]
+
+
+@dataclass(slots=True, frozen=True)
+class Final:
+    """The model gave its final answer."""
+
+    text: str
+
+
+@dataclass(slots=True, frozen=True)
+class RunAgain:
+    """Tool results were appended; call the model again."""
+
+
+@dataclass(slots=True, frozen=True)
+class Stopped:
+    """The runtime stopped the run (a limit, a timeout, an error, a close)."""
+
+    outcome: Outcome
+    limit: str | None = None
+    error: str | None = None
+
+
+Decision = Final | RunAgain | Stopped
+MessageSink = Callable[[Message], None]
+
+
+class AgentCore:
+    """One agent's conversation loop.  See the module docstring for the contract."""
+
+    __slots__ = (
+        "_deltas", "budget", "bus", "cost", "ctx", "inbox", "info", "last_text", "limits", "messages",
+        "model", "on_message", "registry", "started", "system", "tool_calls", "turns", "usage",
+    )
+
+    def __init__(
+        self,
+        *,
+        info: AgentInfo,
+        model: Model,
+        system: str,
+        registry: ToolRegistry,
+        ctx: ToolContext,
+        limits: Limits | None = None,
+        budget: Budget | None = None,
+        bus: EventBus | None = None,
+        messages: list[Message] | None = None,
+        on_message: MessageSink | None = None,
+    ) -> None:
+        self.info = info
+        self.model = model
+        self.system = system
+        self.registry = registry
+        self.ctx = ctx
+        self.limits = limits or Limits()
+        self.budget = budget
+        self.bus = bus or EventBus()
+        self.messages: list[Message] = messages if messages is not None else []
+        self.on_message = on_message
+        self.inbox: collections.deque[str] = collections.deque()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.turns = 0
+        self.tool_calls = 0
+        self.usage = Usage()
+        self.cost: float | None = 0.0
+        self.last_text = ""
+        self.started = time.monotonic()
+        self._deltas = False
+
+    # -- events ---------------------------------------------------------------------------------
+    def emit(self, kind: str, **data: object) -> None:
+        if self.bus.active:
+            i = self.info
+            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, dict(data), nickname=i.nickname))
+
+    def _append(self, m: Message) -> None:
+        self.messages.append(m)
+        if self.on_message is not None:
+            self.on_message(m)
+
+    # -- the run --------------------------------------------------------------------------------
+    async def run(self, prompt: str | None = None) -> RunResult:
+        """Run until a final answer or a stop; always returns a :class:`RunResult`."""
+        self._reset()
+        if self.budget is None or self.budget.limits is not self.limits:
+            self.budget = Budget(self.limits)
+        if prompt is not None:
+            self._append(Message.user(prompt))
+        self.emit("run_start", agent_type=self.info.agent_type)
+        decision = await self._run_with_deadline()
+        result = self.result(decision)
+        self.emit("run_end", status=str(result.status), outcome=str(result.outcome), turns=result.turns)
+        return result
+
+    async def _run_with_deadline(self) -> Final | Stopped:
+        assert self.budget is not None
+        remaining = self.budget.remaining_s()
+        if remaining is None:
+            return await self._turns()
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                return await self._turns()
+        except TimeoutError:
+            return Stopped(Outcome.TIMEOUT, "timeout_s", f"Exceeded timeout_s={self.limits.timeout_s}")
+
+    async def _turns(self) -> Final | Stopped:
+        while True:
+            decision = await self.turn()
+            if not isinstance(decision, RunAgain):
+                return decision
+
+    async def turn(self) -> Decision:
+        """One turn: steps 2–7 of the contract."""
+        try:
+            self.limits.check_turns(self.turns + 1)
+        except LimitExceeded as e:
+            return Stopped(Outcome.LIMIT, e.limit, str(e))
+        self.turns += 1
+        self.emit("turn_start", turn=self.turns)
+        try:
+            response = await self._call_model()
+        except ModelError as e:
+            return Stopped(Outcome.ERROR, None, str(e))
+        except (TypeError, ValueError, KeyError, AttributeError, RuntimeError) as e:
+            return Stopped(Outcome.ERROR, None, f"model {self.model.name!r} failed: {type(e).__name__}: {e}")
+        stop = self._record(response)
+        if stop is not None:
+            return stop
+        if not response.tool_calls:
+            if self.inbox:
+                self._append(Message("user", self._drain_inbox()))
+                return RunAgain()
+            return Final(response.text)
+        await self._run_tools(response.tool_calls)
+        return RunAgain()
+
+    async def _call_model(self) -> ModelResponse:
+        on_text = self._on_delta if self.bus.active else None
+        self._deltas = False
+        req = ModelRequest(self.info, self.system, self.messages, self.registry.specs(), on_text)
+        return await self.model.request(req)
+
+    def _on_delta(self, delta: str) -> None:
+        self._deltas = True
+        self.emit("assistant_text", text=delta, delta=True)
+
+    def _record(self, r: ModelResponse) -> Stopped | None:
+        """Step 4: append the assistant message, account usage and cost, check the budget."""
+        content: list[TextBlock | ToolUseBlock | ToolResultBlock] = []
+        if r.text:
+            content.append(TextBlock(r.text))
+            self.last_text = r.text
+            if not self._deltas:
+                self.emit("assistant_text", text=r.text, delta=False)
+        for c in r.tool_calls:
+            content.append(ToolUseBlock(c.id, c.name, c.arguments))
+        self._append(Message("assistant", content))
+        if r.usage is not None:
+            self.usage.add(r.usage)
+            cost = cost_of(self.model, r.usage)
+            self.cost = None if cost is None or self.cost is None else self.cost + cost
+        else:
+            cost = None
+        assert self.budget is not None
+        if r.usage is not None:
+            self.budget.add(r.usage, cost)
+        try:
+            self.budget.check()
+        except LimitExceeded as e:
+            return Stopped(Outcome.LIMIT, e.limit, str(e))
+        return None
+
+    async def _run_tools(self, calls: list[ToolCall]) -> None:
+        """Step 6 and 7."""
+        blocks = [ToolUseBlock(c.id, c.name, c.arguments) for c in calls]
+        results: list[ToolResultBlock] = []
+        i, n = 0, len(blocks)
+        while i < n:
+            j = i
+            while j < n and self._parallel_safe(blocks[j]):
+                j += 1
+            if j - i > 1:
+                results.extend(await asyncio.gather(*(self._run_one(b) for b in blocks[i:j])))
+            else:
+                j = i + 1
+                results.append(await self._run_one(blocks[i]))
+            i = j
+        content: list[TextBlock | ToolUseBlock | ToolResultBlock] = list(results)
+        if self.inbox:
+            content.extend(self._drain_inbox())
+        self._append(Message("user", content))
+
+    def _parallel_safe(self, b: ToolUseBlock) -> bool:
+        t = self.registry.get(b.name)
+        return t is not None and t.parallel_safe
+
+    async def _run_one(self, b: ToolUseBlock) -> ToolResultBlock:
+        self.tool_calls += 1
+        active = self.bus.active
+        if active:
+            self.emit("tool_start", tool=b.name, call_id=b.id, arguments=b.arguments)
+            t0 = time.perf_counter()
+        res = await self.registry.execute(b, self.ctx)
+        if active:
+            self.emit("tool_end", tool=b.name, call_id=b.id, is_error=res.is_error,
+                      duration_s=time.perf_counter() - t0, output=res.content[:2000])
+        return res
+
+    def _drain_inbox(self) -> list[TextBlock | ToolUseBlock | ToolResultBlock]:
+        out: list[TextBlock | ToolUseBlock | ToolResultBlock] = []
+        while self.inbox:
+            out.append(TextBlock(self.inbox.popleft()))
+        return out
+
+    # -- results --------------------------------------------------------------------------------
+    def result(self, decision: Final | Stopped, *, status: Status | None = None) -> RunResult:
+        """Step 8: the :class:`RunResult` for a decision, with partial work when stopped."""
+        i = self.info
+        if isinstance(decision, Final):
+            outcome, limit, error, text, truncated = Outcome.OK, None, None, decision.text, False
+        else:
+            outcome, limit, error = decision.outcome, decision.limit, decision.error
+            text, truncated = self.last_text, True
+        return RunResult(
+            id=i.id, nickname=i.nickname, agent=i.agent_type, status=status or outcome.status(),
+            outcome=outcome, text=text, truncated=truncated, limit=limit, turns=self.turns,
+            usage=self.usage, cost_usd=self.cost, duration_s=time.monotonic() - self.started, error=error,
+            tool_calls=self.tool_calls, parent_id=i.parent_id, depth=i.depth,
+        )

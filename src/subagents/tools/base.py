@@ -1,0 +1,285 @@
+"""The tool protocol, the ``@tool`` decorator, the per-agent ``ToolRegistry`` and its fence.
+
+A tool is anything with ``name``, ``description``, ``parameters`` (a JSON schema), ``category``
+and an async ``call(arguments, ctx) -> str``.  :func:`tool` builds one from a typed Python
+function: the schema comes from the type hints, the descriptions from the docstring.
+
+>>> @tool(category="read")
+... def shout(text: str, times: int = 1) -> str:
+...     '''Repeat text in capitals.
+...
+...     Args:
+...         text: what to shout.
+...         times: how often.
+...     '''
+...     return " ".join([text.upper()] * times)
+>>> shout.parameters["required"], shout.parameters["properties"]["times"]["default"]
+(['text'], 1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..exceptions import ToolError
+from ..messages import ToolResultBlock, ToolUseBlock
+from ..models.base import AgentInfo, ToolSpec
+from .paths import Workspace
+from .schema import schema_for_function, validate
+
+if TYPE_CHECKING:
+    from .agents import AgentControl
+
+__all__ = [
+    "MAX_TOOL_OUTPUT",
+    "FunctionTool",
+    "Tool",
+    "ToolCategory",
+    "ToolContext",
+    "ToolRegistry",
+    "tool",
+    "truncate_output",
+]
+
+MAX_TOOL_OUTPUT = 50_000
+
+
+class ToolCategory(enum.StrEnum):
+    """What a tool does; used for fences (read-only agents) and for parallel execution."""
+
+    READ = "read"
+    EDIT = "edit"
+    EXECUTE = "execute"
+    AGENT = "agent"
+    TEAM = "team"
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may reach: the calling agent, its workspace, shared state.
+
+    ``control`` is the small interface to the agent manager used by the sub-agent tools; it is
+    ``None`` when an agent runs without a manager.
+    """
+
+    agent: AgentInfo
+    workspace: Workspace
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    control: AgentControl | None = None
+    bash_timeout_s: float = 120.0
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """The tool protocol."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    category: ToolCategory
+
+    @property
+    def parallel_safe(self) -> bool:
+        """May run concurrently with other parallel-safe calls of the same turn."""
+        ...
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> str: ...
+
+
+def truncate_output(text: str, limit: int = MAX_TOOL_OUTPUT) -> str:
+    """Cap tool output at ``limit`` characters with a visible marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return (
+        text[:limit]
+        + f"\n\n[... output truncated: {len(text):,} characters in all, the first {limit:,} shown."
+        " Narrow the request (offset/limit, a more specific pattern) to see the rest ...]"
+    )
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class FunctionTool:
+    """A tool backed by a Python function (sync functions run in a worker thread unless ``inline``)."""
+
+    __slots__ = ("_async", "_wants_ctx", "category", "description", "fn", "inline", "name", "parameters")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        category: ToolCategory | str = ToolCategory.EXECUTE,
+        parameters: dict[str, Any] | None = None,
+        inline: bool = False,
+    ) -> None:
+        params = inspect.signature(fn).parameters
+        first = next(iter(params), None)
+        self._wants_ctx = first is not None and (
+            first == "ctx" or params[first].annotation in (ToolContext, "ToolContext")
+        )
+        skip = (first,) if self._wants_ctx and first else ()
+        desc, schema = schema_for_function(fn, skip=skip) if parameters is None else ("", parameters)
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.description = description or desc or self.name
+        self.parameters = parameters or schema
+        self.category = ToolCategory(category)
+        self.inline = inline
+        self._async = inspect.iscoroutinefunction(fn)
+
+    @property
+    def parallel_safe(self) -> bool:
+        return self.category in (ToolCategory.READ, ToolCategory.AGENT)
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> str:
+        args = (ctx,) if self._wants_ctx else ()
+        if self._async:
+            out = await self.fn(*args, **arguments)
+        elif self.inline:
+            out = self.fn(*args, **arguments)
+        else:
+            out = await asyncio.to_thread(self.fn, *args, **arguments)
+        return _render(out)
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name} ({self.category})>"
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    category: ToolCategory | str = ToolCategory.EXECUTE,
+    inline: bool = False,
+) -> Any:
+    """Turn a typed function into a :class:`FunctionTool` (usable bare or with options).
+
+    A first parameter named ``ctx`` (or typed :class:`ToolContext`) receives the tool context and
+    is not part of the schema.  Raise :class:`~subagents.ToolError` to return an error to the model.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, category=category, inline=inline)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+ToolHook = Callable[[ToolUseBlock], Awaitable[None]]
+
+
+class ToolRegistry:
+    """The tools of one agent instance: an allowlist and a denylist over a set of known tools.
+
+    The fence is computed once (``allowed``) and checked again in :meth:`execute`: a call to a tool
+    outside it returns a tool error naming the tool and the agent type, and the tool never runs.
+    """
+
+    __slots__ = ("_specs", "agent_type", "allowed", "known", "max_output")
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        allow: Collection[str] | None = None,
+        deny: Collection[str] = (),
+        agent_type: str = "agent",
+        max_output: int = MAX_TOOL_OUTPUT,
+    ) -> None:
+        self.known: dict[str, Tool] = {}
+        for t in tools:
+            self.known[t.name] = t
+        names = self.known.keys() if allow is None else [n for n in allow if n in self.known]
+        deny_set = set(deny)
+        self.allowed: dict[str, Tool] = {n: self.known[n] for n in names if n not in deny_set}
+        self.agent_type = agent_type
+        self.max_output = max_output
+        self._specs: list[ToolSpec] | None = None
+
+    def specs(self) -> list[ToolSpec]:
+        """The tools as the model sees them (only those inside the fence)."""
+        if self._specs is None:
+            self._specs = [ToolSpec(t.name, t.description, t.parameters) for t in self.allowed.values()]
+        return self._specs
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.allowed
+
+    def __len__(self) -> int:
+        return len(self.allowed)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.allowed)
+
+    def get(self, name: str) -> Tool | None:
+        return self.allowed.get(name)
+
+    def check(self, call: ToolUseBlock) -> tuple[Tool | None, str | None]:
+        """Return ``(tool, None)`` if the call may run, else ``(None, error message for the model)``."""
+        t = self.allowed.get(call.name)
+        if t is None:
+            available = ", ".join(self.allowed) or "none"
+            if call.name in self.known:
+                return None, (
+                    f"tool {call.name!r} is not available to agent type {self.agent_type!r}: it is outside "
+                    f"this agent's tool fence and was not run. Use one of: {available}"
+                )
+            return None, f"unknown tool {call.name!r}; the tools available to this agent are: {available}"
+        raw_args: object = call.arguments
+        if not isinstance(raw_args, dict):
+            return None, f"invalid arguments for tool {call.name!r}: arguments must be a JSON object"
+        err = validate(call.arguments, t.parameters)
+        if err:
+            return None, f"invalid arguments for tool {call.name!r}: {err}. Fix the arguments and call it again."
+        return t, None
+
+    async def execute(self, call: ToolUseBlock, ctx: ToolContext) -> ToolResultBlock:
+        """Run one call inside the fence; every failure becomes an ``is_error`` result for the model."""
+        t, err = self.check(call)
+        if t is None:
+            return ToolResultBlock(call.id, err or "", True)
+        try:
+            out = await t.call(call.arguments, ctx)
+        except ToolError as e:
+            return ToolResultBlock(call.id, truncate_output(str(e), self.max_output), True)
+        except (TypeError, ValueError, OSError, LookupError, RuntimeError) as e:
+            msg = f"tool {call.name!r} failed: {type(e).__name__}: {e}"
+            return ToolResultBlock(call.id, truncate_output(msg, self.max_output), True)
+        return ToolResultBlock(call.id, truncate_output(out, self.max_output), False)
+
+    def narrowed(self, *, allow: Collection[str] | None = None, deny: Collection[str] = (),
+                 agent_type: str | None = None) -> ToolRegistry:
+        """A new registry over the same known tools with a tighter fence."""
+        base = list(self.allowed) if allow is None else [n for n in allow if n in self.allowed]
+        return ToolRegistry(self.known.values(), allow=base, deny=deny,
+                            agent_type=agent_type or self.agent_type, max_output=self.max_output)
+
+
+def as_tools(items: Iterable[Tool | Callable[..., Any]] | Mapping[str, Tool]) -> list[Tool]:
+    """Accept tools or plain functions (wrapped with :func:`tool`)."""
+    seq = items.values() if isinstance(items, Mapping) else items
+    out: list[Tool] = []
+    for it in seq:
+        if isinstance(it, Tool):
+            out.append(it)
+        elif callable(it):
+            out.append(FunctionTool(it))
+        else:
+            raise TypeError(f"not a tool: {it!r}; pass a Tool or a typed function")
+    return out
