@@ -1,0 +1,46 @@
+"""``subagents config show``: the effective settings and where each value came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["config"]
+
+
+@click.group()
+def config() -> None:
+    """Inspect the configuration."""
+
+
+@config.command("show")
+@click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
+              help="Project directory whose .subagents/config.toml is read.")
+@click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
+def show(cwd: Path, as_json: bool) -> int:
+    """Print the effective settings and their source (API keys are masked)."""
+    from ..config import load_settings, user_config_dir
+
+    settings = load_settings(cwd)
+    files = {"project": cwd.resolve() / ".subagents" / "config.toml", "user": user_config_dir() / "config.toml"}
+    if as_json:
+        out: dict[str, Any] = {"settings": settings.to_dict(masked=True),
+                               "files": {k: {"path": str(p), "exists": p.is_file()} for k, p in files.items()}}
+        click.echo(json.dumps(out, indent=2))
+        return 0
+    rows = [(k, _fmt(v), s) for k, v, s in settings.items(masked=True)]
+    width_k = max(len(r[0]) for r in rows)
+    width_v = min(max(len(r[1]) for r in rows), 48)
+    for k, v, s in rows:
+        click.echo(f"{k:<{width_k}}  {v:<{width_v}}  ({s})")
+    click.echo("")
+    for name, p in files.items():
+        click.echo(f"{name} file: {p} ({'found' if p.is_file() else 'not found'})")
+    return 0
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else json.dumps(v) if isinstance(v, str) else str(v)

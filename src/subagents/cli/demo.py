@@ -1,0 +1,32 @@
+"""``subagents demo``: the offline demo — a scripted model (no LLM) driving the real tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+__all__ = ["demo"]
+
+
+@click.command()
+@click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
+              help="Directory to survey (default: the current directory).")
+@click.option("--json", "as_json", is_flag=True, help="Write one JSON event per line, then the result.")
+def demo(cwd: Path, as_json: bool) -> int:
+    """Survey a directory with a scripted model (no LLM, no key needed) and the real tools.
+
+    The agent lists the directory, counts files by extension, greps for TODO/FIXME and Python
+    definitions, reads the README, writes .subagents/demo-report.md and summarises it.
+    """
+    from ..config import load_settings
+    from ..demo import DEMO_LABEL, DEMO_PROMPT, REPORT_PATH, demo_model
+    from .run import execute
+
+    settings = load_settings(cwd)
+    if not as_json:
+        click.echo(f"subagents demo — {DEMO_LABEL} — real tools over {cwd.resolve()}", err=True)
+    code = execute(demo_model(), DEMO_PROMPT, workdir=cwd, settings=settings, as_json=as_json)
+    if not as_json and code == 0:
+        click.echo(f"Report: {cwd.resolve() / REPORT_PATH}", err=True)
+    return code

@@ -1,0 +1,100 @@
+"""``subagents``: the entry point, the lazily loaded command groups and the exit-code contract.
+
+Exit codes: 0 ok, 1 the run failed or a limit stopped it, 2 usage or configuration error,
+130 interrupted.  :func:`main` is the testable entry (``main(["run", "hi"], model=FunctionModel(...))``);
+:func:`entry` is the console script.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+__all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "cli", "entry", "main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+#: command name -> "module:attribute"; a command module is imported only when it is used or listed.
+#: Groups still to come: agents, runs, chat, serve, worker.
+COMMANDS: dict[str, str] = {
+    "run": "subagents.cli.run:run",
+    "demo": "subagents.cli.demo:demo",
+    "config": "subagents.cli.config_cmd:config",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use (keeps ``subagents --help`` fast)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        cmd = getattr(importlib.import_module(module), attr)
+        if not isinstance(cmd, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return cmd
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("subagents")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=None, package_name="subagents", prog_name="subagents",
+                      message="%(prog)s %(version)s")
+def cli() -> None:
+    """subagents: a runtime for LLM agents built around the sub-agent.
+
+    Try it offline first: `subagents demo` runs a scripted model (no LLM) with the real tools
+    over the current directory.
+    """
+
+
+def main(argv: Sequence[str] | None = None, *, model: Any = None) -> int:
+    """Run the CLI and return its exit code.
+
+    ``model`` (a :class:`~subagents.models.Model`) replaces the configured model for ``run``;
+    tests use it to drive the CLI with a ``FunctionModel``.
+    """
+    from ..exceptions import UserError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        rv = cli.main(args=args, prog_name="subagents", standalone_mode=False, obj={"model": model})
+    except click.exceptions.UsageError as e:
+        e.show()
+        return EXIT_USAGE
+    except click.exceptions.Abort:
+        click.echo("Interrupted.", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except UserError as e:
+        click.echo(f"error: {e}", err=True)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return EXIT_INTERRUPTED
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+def entry() -> None:
+    """The ``subagents`` console script."""
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Output of ``run`` and ``demo``: JSON lines, and the live tree of agents on a terminal.
+
+:class:`Progress` is the plain state (one row per agent, fed by events, rendered as indented
+lines); :class:`LiveView` shows it with ``rich.live`` — imported only when a live view starts, so
+``subagents --help`` never pays for rich.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from rich.live import Live
+
+    from ..runtime.events import Event
+    from ..runtime.result import RunResult
+
+__all__ = ["AgentRow", "JsonLines", "LiveView", "Progress", "no_color"]
+
+
+def no_color() -> bool:
+    """True when the ``NO_COLOR`` convention asks for plain output (https://no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+class JsonLines:
+    """Writes one JSON object per event, then the result: ``{"kind": "result", ...}``."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, obj: dict[str, Any]) -> None:
+        self.stream.write(json.dumps(obj, default=str, ensure_ascii=False) + "\n")
+        self.stream.flush()
+
+    def __call__(self, ev: Event) -> None:
+        self.write(ev.to_dict())
+
+    def result(self, result: RunResult) -> None:
+        self.write({"kind": "result", **result.to_dict()})
+
+
+@dataclass(slots=True)
+class AgentRow:
+    """What one agent is doing, as far as the events told us."""
+
+    id: str
+    nickname: str
+    agent_type: str = ""
+    depth: int = 0
+    parent_id: str | None = None
+    status: str = "running"
+    turns: int = 0
+    tokens: int | None = None
+    tool_calls: int = 0
+    activity: str = "starting"
+
+    def line(self) -> str:
+        name = self.nickname or self.id[:8]
+        kind = f" [{self.agent_type}]" if self.agent_type else ""
+        tokens = "" if self.tokens is None else f" · {_k(self.tokens)} tokens"
+        mark = "✓" if self.status == "completed" else "✗" if self.status in ("errored", "shutdown") else "•"
+        return (f"{'  ' * self.depth}{mark} {name}{kind} · turn {self.turns} · {self.tool_calls} tool calls"
+                f"{tokens} · {self.activity}")
+
+
+class Progress:
+    """The state of every agent of a run, updated event by event."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self) -> None:
+        self.rows: dict[str, AgentRow] = {}
+
+    def row(self, ev: Event) -> AgentRow:
+        r = self.rows.get(ev.agent_id)
+        if r is None:
+            r = self.rows[ev.agent_id] = AgentRow(ev.agent_id, ev.nickname, depth=ev.depth, parent_id=ev.parent_id)
+        return r
+
+    def update(self, ev: Event) -> None:
+        r = self.row(ev)
+        d = ev.data
+        r.agent_type = str(d.get("agent_type") or r.agent_type)
+        _tokens(r, d)
+        if ev.kind == "turn_start":
+            r.turns = int(d.get("turn", r.turns + 1))
+            r.activity = "thinking"
+        elif ev.kind == "assistant_text":
+            text = " ".join(str(d.get("text", "")).split())
+            r.activity = f"says: {_cut(text, 60)}" if text else r.activity
+        elif ev.kind == "tool_start":
+            r.tool_calls += 1
+            r.activity = f"{d.get('tool')}({_args(d.get('arguments'))})"
+        elif ev.kind == "tool_end":
+            r.activity = f"{d.get('tool')} {'failed' if d.get('is_error') else 'done'}"
+        elif ev.kind in ("run_end", "subagent_completed", "subagent_status_changed"):
+            r.status = str(d.get("status") or r.status)
+            r.turns = int(d.get("turns", r.turns))
+            outcome = d.get("outcome")
+            r.activity = f"{r.status}" + (f" ({outcome})" if outcome and outcome != "ok" else "")
+
+    def lines(self) -> list[str]:
+        """Rows in tree order: each child right after its parent, indented by depth."""
+        children: dict[str | None, list[AgentRow]] = {}
+        for r in self.rows.values():
+            parent = r.parent_id if r.parent_id in self.rows else None
+            children.setdefault(parent, []).append(r)
+        out: list[str] = []
+
+        def walk(parent: str | None) -> None:
+            for r in children.get(parent, []):
+                out.append(r.line())
+                walk(r.id)
+
+        walk(None)
+        return out
+
+
+class LiveView:
+    """A small live-updating view of :class:`Progress` on a terminal (stderr)."""
+
+    __slots__ = ("_live", "progress", "stream")
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.progress = Progress()
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveView:
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(file=self.stream, no_color=no_color(), highlight=False)
+        self._live = Live(self._renderable(), console=console, refresh_per_second=8, transient=False)
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if self._live is not None:
+            self._live.update(self._renderable(), refresh=True)
+            self._live.__exit__(et, e, tb)
+            self._live = None
+
+    def __call__(self, ev: Event) -> None:
+        self.progress.update(ev)
+        if self._live is not None:
+            self._live.update(self._renderable())
+
+    def _renderable(self) -> Any:
+        from rich.text import Text
+
+        lines = self.progress.lines() or ["• starting…"]
+        return Text("\n".join(lines[-20:]), no_wrap=True, overflow="ellipsis")
+
+
+def _tokens(r: AgentRow, d: dict[str, Any]) -> None:
+    usage = d.get("usage")
+    if isinstance(usage, dict):
+        r.tokens = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+    elif "total_tokens" in d:
+        r.tokens = int(d["total_tokens"])
+
+
+def _args(arguments: Any) -> str:
+    if not isinstance(arguments, dict):
+        return ""
+    return _cut(", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in arguments.items()), 50)
+
+
+def _cut(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)

@@ -1,0 +1,231 @@
+"""The offline demo: a scripted model (``FunctionModel`` — no LLM) that drives the real tools.
+
+The script plays an agent that surveys a directory: ``list_dir`` the scope, then (in one turn of
+parallel read-only calls) ``glob`` every visible sub-directory, ``grep`` for TODO/FIXME markers and
+Python definitions and ``read_file`` the README, then ``write_file`` a report
+(:data:`REPORT_PATH`) and answer with a summary.  Every fact in the report and the answer is
+parsed from the tool results in the :class:`ModelRequest` — the script never touches the disk.
+
+:func:`demo_script` routes on who is asking (``request.agent.agent_type``) and what it may do
+(``request.tool_names``): a read-only agent (``explore``, or any agent without ``write_file``)
+answers with the report text instead of writing it, so a coordinator can fan out to ``explore``
+children, one per directory, by giving each a prompt with a ``scope: <dir>`` line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from .messages import Message
+from .models.base import ModelRequest, ModelResponse, ToolCall
+from .models.function import FunctionModel
+
+__all__ = ["DEMO_LABEL", "DEMO_PROMPT", "REPORT_PATH", "Survey", "demo_model", "demo_script", "survey"]
+
+DEMO_LABEL = "scripted model — no LLM"
+REPORT_PATH = ".subagents/demo-report.md"
+DEMO_PROMPT = (
+    "Survey this directory: list it, count its files by extension, find TODO/FIXME markers and Python "
+    f"definitions, read the README, then write a short report to {REPORT_PATH} and summarise it."
+)
+TODO_PATTERN = r"TODO|FIXME"
+DEF_PATTERN = r"^\s*(async\s+def|def|class)\s"
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "env", "build", "dist", "site-packages", "target"})
+"""Generated or vendored directories the survey does not descend into (hidden ones are skipped too)."""
+MAX_LISTED = 10
+
+
+def demo_model() -> FunctionModel:
+    """The demo's model: :func:`demo_script` wrapped in a :class:`FunctionModel`."""
+    return FunctionModel(demo_script, name=f"demo ({DEMO_LABEL})")
+
+
+def demo_script(request: ModelRequest) -> ModelResponse:
+    """Route to the script for the calling agent (issue 4 adds the coordinator's fan-out here)."""
+    writes = "write_file" in request.tool_names and request.agent.agent_type != "explore"
+    return survey(request, write_report=writes)
+
+
+# -- what the conversation holds ----------------------------------------------------------------
+@dataclass(slots=True)
+class Done:
+    """One finished tool call, as the conversation shows it."""
+
+    name: str
+    arguments: dict[str, Any]
+    output: str
+    is_error: bool
+
+
+def finished_calls(messages: list[Message]) -> list[Done]:
+    """Every tool call in the conversation that has a result, in order."""
+    calls = {u.id: u for m in messages if m.role == "assistant" for u in m.tool_uses}
+    return [Done(calls[r.tool_use_id].name, calls[r.tool_use_id].arguments, r.content, r.is_error)
+            for m in messages if m.role == "user" for r in m.tool_results if r.tool_use_id in calls]
+
+
+def scope_of(messages: list[Message]) -> str:
+    """The directory to survey: a ``scope: <dir>`` line in the first user message, else ``.``."""
+    first = next((m.text for m in messages if m.role == "user"), "")
+    match = re.search(r"^scope:\s*(\S+)\s*$", first, re.MULTILINE)
+    return match.group(1) if match else "."
+
+
+# -- the survey script ---------------------------------------------------------------------------
+def survey(request: ModelRequest, *, write_report: bool) -> ModelResponse:
+    """One step of the survey, chosen by which tool calls have finished so far."""
+    done = finished_calls(request.messages)
+    scope = scope_of(request.messages)
+    names = {d.name for d in done}
+    if "list_dir" not in names:
+        return ModelResponse(f"[{DEMO_LABEL}] Listing {scope}.", [ToolCall("list_dir", {"path": scope})])
+    s = Survey.from_calls(scope, done)
+    if not names & {"glob", "grep", "read_file"}:
+        calls = s.scan_calls()
+        if calls:
+            return ModelResponse(f"[{DEMO_LABEL}] Scanning {len(s.dirs)} directories and "
+                                 f"{len(s.top_files)} files with {len(calls)} read-only tool calls.", calls)
+    report = s.report()
+    if write_report and "write_file" not in names:
+        return ModelResponse(f"[{DEMO_LABEL}] Writing the report.",
+                             [ToolCall("write_file", {"path": REPORT_PATH, "content": report})])
+    if not write_report:
+        return ModelResponse(report)
+    written = next(d for d in done if d.name == "write_file")
+    where = f"Writing the report failed: {written.output}" if written.is_error else f"The report is in {REPORT_PATH}."
+    return ModelResponse(f"{s.summary()}\n{where}")
+
+
+@dataclass(slots=True)
+class Survey:
+    """The facts parsed from the tool results of one survey."""
+
+    scope: str
+    entries: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    top_files: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    todos: list[str] = field(default_factory=list)
+    defs: Counter[str] = field(default_factory=Counter)
+    def_files: set[str] = field(default_factory=set)
+    readme: str | None = None
+    readme_lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    @classmethod
+    def from_calls(cls, scope: str, done: list[Done]) -> Survey:
+        s = cls(scope, calls=len(done))
+        for d in done:
+            if d.is_error:
+                s.notes.append(f"{d.name}({_show_args(d.arguments)}) failed: {d.output}")
+            else:
+                getattr(s, f"_add_{d.name}", s._add_other)(d)
+        return s
+
+    def _path(self, name: str) -> str:
+        return name if self.scope in (".", "") else f"{self.scope.rstrip('/')}/{name}"
+
+    def _add_list_dir(self, d: Done) -> None:
+        self.entries = [ln for ln in _lines(d.output) if not ln.startswith("[...")]
+        if len(self.entries) == 1 and self.entries[0].endswith(" is empty."):
+            self.entries = []
+        for e in self.entries:
+            if e.endswith("/"):
+                hidden = e.startswith(".") or e.rstrip("/") in SKIP_DIRS
+                (self.skipped if hidden else self.dirs).append(self._path(e.rstrip("/")))
+            else:
+                self.top_files.append(self._path(e))
+        self.files.extend(self.top_files)
+        self.readme = next((f for f in self.top_files if PurePosixPath(f).name.lower().startswith("readme")), None)
+
+    def _add_glob(self, d: Done) -> None:
+        for ln in _lines(d.output):
+            if ln.startswith("[..."):
+                self.notes.append(f"glob in {d.arguments.get('path')} was capped: {ln.strip('[]. ')}")
+            elif not ln.endswith("/") and not ln.startswith("No paths match"):
+                self.files.append(ln)
+
+    def _add_grep(self, d: Done) -> None:
+        for ln in _lines(d.output):
+            m = re.match(r"^(.+?):(\d+): (.*)$", ln)
+            if m is None:
+                if ln.startswith("[..."):
+                    self.notes.append(f"grep {d.arguments.get('pattern')!r} was capped: {ln.strip('[]. ')}")
+                continue
+            if d.arguments.get("pattern") == TODO_PATTERN:
+                self.todos.append(ln)
+            else:
+                self.defs["class" if m.group(3).lstrip().startswith("class") else "function"] += 1
+                self.def_files.add(m.group(1))
+
+    def _add_read_file(self, d: Done) -> None:
+        for ln in _lines(d.output):
+            num, tab, text = ln.partition("\t")
+            if tab and num.strip().isdigit():
+                self.readme_lines.append(text)
+
+    def _add_other(self, d: Done) -> None:
+        """Tools the survey does not parse (``write_file``) add nothing."""
+
+    def scan_calls(self) -> list[ToolCall]:
+        """The second turn: glob each directory, grep everything, read the README (all read-only)."""
+        calls = [ToolCall("glob", {"pattern": "**/*", "path": d}) for d in self.dirs]
+        for target in [*self.dirs, *self.top_files]:
+            calls.append(ToolCall("grep", {"pattern": TODO_PATTERN, "path": target}))
+        calls += [ToolCall("grep", {"pattern": DEF_PATTERN, "path": d, "glob": "*.py"}) for d in self.dirs]
+        calls += [ToolCall("grep", {"pattern": DEF_PATTERN, "path": f}) for f in self.top_files if f.endswith(".py")]
+        if self.readme is not None:
+            calls.append(ToolCall("read_file", {"path": self.readme, "limit": 5}))
+        return calls
+
+    def by_extension(self) -> list[tuple[str, int]]:
+        counts = Counter(PurePosixPath(f).suffix.lower() or "(none)" for f in self.files)
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def todo_files(self) -> set[str]:
+        return {t.split(":", 1)[0] for t in self.todos}
+
+    def report(self) -> str:
+        scope = "the workspace" if self.scope in (".", "") else f"`{self.scope}`"
+        out = [f"# Survey of {scope}", "",
+               f"Written by the `subagents demo` ({DEMO_LABEL}) from the results of {self.calls} real tool calls; "
+               "every fact below can be checked against the directory.", "",
+               f"## Entries ({len(self.entries)}, from `list_dir {self.scope}`)", ""]
+        out += [f"- {e}" for e in self.entries] or ["(empty)"]
+        if self.skipped:
+            out += ["", "Not descended into (hidden or generated): " + ", ".join(f"{d}/" for d in self.skipped)]
+        out += ["", f"## Files by extension ({len(self.files)} files)", "", "| extension | files |", "|---|---|"]
+        out += [f"| {ext} | {n} |" for ext, n in self.by_extension()]
+        out += ["", f"## TODO / FIXME markers: {len(self.todos)} lines in {len(self.todo_files())} files", ""]
+        out += [f"- {t}" for t in self.todos[:MAX_LISTED]]
+        if len(self.todos) > MAX_LISTED:
+            out.append(f"- … and {len(self.todos) - MAX_LISTED} more")
+        out += ["", f"## Python definitions: {self.defs['class']} classes and {self.defs['function']} functions "
+                f"in {len(self.def_files)} files", ""]
+        if self.readme is not None:
+            out += [f"## {self.readme}, first lines", ""] + [f"> {ln}" for ln in self.readme_lines] + [""]
+        if self.notes:
+            out += ["## Notes", ""] + [f"- {n}" for n in self.notes] + [""]
+        return "\n".join(out).rstrip() + "\n"
+
+    def summary(self) -> str:
+        exts = ", ".join(f"{n} {ext}" for ext, n in self.by_extension()[:4]) or "none"
+        first = next((ln.strip() for ln in self.readme_lines if ln.strip()), None)
+        readme = f' The README starts with "{first}".' if first else ""
+        return (f"Survey done ({DEMO_LABEL}; {self.calls} real tool calls). {len(self.files)} files ({exts}); "
+                f"{len(self.todos)} TODO/FIXME lines in {len(self.todo_files())} files; "
+                f"{self.defs['class']} Python classes and {self.defs['function']} functions.{readme}")
+
+
+def _lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+def _show_args(arguments: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in arguments.items())
