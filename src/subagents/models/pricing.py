@@ -35,13 +35,27 @@ class Prices:
 
 # Longest matching prefix wins (dated snapshots match their family).
 PRICES: dict[str, Prices] = {
+    # Anthropic (platform.claude.com/docs/en/about-claude/pricing; cache write = 5-minute write).
+    "claude-fable-5": Prices(10.0, 50.0, 1.0, 12.5),
+    "claude-fable-5-1": Prices(10.0, 50.0, 0.25, 12.5),
+    "claude-mythos-5": Prices(10.0, 50.0, 1.0, 12.5),
+    "claude-mythos-5-1": Prices(10.0, 50.0, 0.25, 12.5),
+    "claude-opus-5": Prices(5.0, 25.0, 0.5, 6.25),
+    "claude-opus-5-5": Prices(4.0, 20.0, 0.4, 5.0),
     "claude-opus-4": Prices(15.0, 75.0, 1.5, 18.75),
     "claude-opus-4-5": Prices(5.0, 25.0, 0.5, 6.25),
+    "claude-opus-4-6": Prices(5.0, 25.0, 0.5, 6.25),
+    "claude-opus-4-7": Prices(5.0, 25.0, 0.5, 6.25),
+    "claude-opus-4-8": Prices(5.0, 25.0, 0.5, 6.25),
+    "claude-sonnet-5": Prices(2.0, 10.0, 0.2, 2.5),
+    "claude-sonnet-5-5": Prices(2.0, 10.0, 0.1, 2.5),
     "claude-sonnet-4": Prices(3.0, 15.0, 0.3, 3.75),
     "claude-3-7-sonnet": Prices(3.0, 15.0, 0.3, 3.75),
     "claude-3-5-sonnet": Prices(3.0, 15.0, 0.3, 3.75),
+    "claude-haiku-5-5": Prices(0.1, 0.5, 0.01, 0.125),
     "claude-haiku-4": Prices(1.0, 5.0, 0.1, 1.25),
     "claude-3-5-haiku": Prices(0.8, 4.0, 0.08, 1.0),
+    # OpenAI (cache writes are not billed separately).
     "gpt-5": Prices(1.25, 10.0, 0.125, None),
     "gpt-5-mini": Prices(0.25, 2.0, 0.025, None),
     "gpt-5-nano": Prices(0.05, 0.4, 0.005, None),
