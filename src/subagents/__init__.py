@@ -1,0 +1,65 @@
+"""subagents: a fast, sturdy runtime for LLM agents built around the sub-agent.
+
+>>> from subagents import Runtime, Limits
+>>> from subagents.models import FunctionModel
+>>> rt = Runtime(model=FunctionModel(lambda req: "done"), store="memory://")
+>>> rt.run_sync("say done", limits=Limits(max_turns=3)).outcome
+<Outcome.OK: 'ok'>
+"""
+
+from __future__ import annotations
+
+from .definitions.model import AgentDefinition
+from .exceptions import (
+    ConfigError,
+    DefinitionError,
+    LimitExceeded,
+    ModelError,
+    RunError,
+    SpawnError,
+    StoreError,
+    SubagentsError,
+    ToolError,
+    UserError,
+)
+from .messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from .runtime.events import Event
+from .runtime.limits import Limits
+from .runtime.result import RunResult
+from .runtime.runtime import AgentHandle, AgentSummary, Runtime
+from .runtime.status import Outcome, Status
+from .tools.base import Tool, ToolCategory, ToolContext, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentDefinition",
+    "AgentHandle",
+    "AgentSummary",
+    "ConfigError",
+    "DefinitionError",
+    "Event",
+    "LimitExceeded",
+    "Limits",
+    "Message",
+    "ModelError",
+    "Outcome",
+    "RunError",
+    "RunResult",
+    "Runtime",
+    "SpawnError",
+    "Status",
+    "StoreError",
+    "SubagentsError",
+    "TextBlock",
+    "Tool",
+    "ToolCategory",
+    "ToolContext",
+    "ToolError",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "Usage",
+    "UserError",
+    "__version__",
+    "tool",
+]

@@ -24,7 +24,6 @@ Contract of :meth:`AgentCore.run` (each step is one method below):
 from __future__ import annotations
 
 import asyncio
-import collections
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from ..models.base import AgentInfo, Model, ModelRequest, ModelResponse, ToolCal
 from ..models.pricing import cost_of
 from ..tools.base import ToolContext, ToolRegistry
 from .events import Event, EventBus
+from .inbox import Inbox
 from .limits import Budget, Limits
 from .result import RunResult
 from .status import Outcome, Status
@@ -71,7 +71,7 @@ class AgentCore:
     """One agent's conversation loop.  See the module docstring for the contract."""
 
     __slots__ = (
-        "_deltas", "budget", "bus", "cost", "ctx", "inbox", "info", "last_text", "limits", "messages",
+        "_cost_known", "_deltas", "budget", "bus", "cost", "ctx", "inbox", "info", "last_text", "limits", "messages",
         "model", "on_message", "registry", "started", "system", "tool_calls", "turns", "usage",
     )
 
@@ -99,14 +99,15 @@ class AgentCore:
         self.bus = bus or EventBus()
         self.messages: list[Message] = messages if messages is not None else []
         self.on_message = on_message
-        self.inbox: collections.deque[str] = collections.deque()
+        self.inbox = Inbox()
         self._reset()
 
     def _reset(self) -> None:
         self.turns = 0
         self.tool_calls = 0
         self.usage = Usage()
-        self.cost: float | None = 0.0
+        self.cost: float | None = None
+        self._cost_known = True
         self.last_text = ""
         self.started = time.monotonic()
         self._deltas = False
@@ -202,7 +203,11 @@ class AgentCore:
         if r.usage is not None:
             self.usage.add(r.usage)
             cost = cost_of(self.model, r.usage)
-            self.cost = None if cost is None or self.cost is None else self.cost + cost
+            if cost is None:
+                self._cost_known = False
+                self.cost = None
+            elif self._cost_known:
+                self.cost = (self.cost or 0.0) + cost
         else:
             cost = None
         assert self.budget is not None
@@ -251,10 +256,7 @@ class AgentCore:
         return res
 
     def _drain_inbox(self) -> list[TextBlock | ToolUseBlock | ToolResultBlock]:
-        out: list[TextBlock | ToolUseBlock | ToolResultBlock] = []
-        while self.inbox:
-            out.append(TextBlock(self.inbox.popleft()))
-        return out
+        return [TextBlock(t) for t in self.inbox.drain()]
 
     # -- results --------------------------------------------------------------------------------
     def result(self, decision: Final | Stopped, *, status: Status | None = None) -> RunResult:

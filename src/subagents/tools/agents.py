@@ -1,15 +1,119 @@
-"""The sub-agent tools (``spawn_agent``, ``send_input``, ``wait``, ``close_agent``, ``resume_agent``,
-``list_agents``) and ``AgentControl``, the small interface through which they reach the manager.
+"""The sub-agent tools the model sees, and ``AgentControl``, their interface to the manager.
+
+``spawn_agent(agent_type, prompt, description, background=false, model?)``,
+``send_input(agent_id, message)``, ``wait(agent_ids?, timeout_s?, return_when="all")``,
+``close_agent(agent_id)``, ``resume_agent(agent_id, message)``, ``list_agents()``.
+
+The tools never import the runtime: they call ``ctx.control`` (an :class:`AgentControl`), which
+the manager hands to every agent's :class:`~subagents.tools.base.ToolContext`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Literal, Protocol
 
-__all__ = ["AgentControl"]
+from ..exceptions import ToolError
+from .base import FunctionTool, Tool, ToolCategory, ToolContext
+
+__all__ = ["AGENT_TOOLS", "AgentControl", "agent_tools"]
 
 
 class AgentControl(Protocol):
-    """What the sub-agent tools may ask of the agent manager, on behalf of the calling agent."""
+    """What the sub-agent tools may ask of the manager, on behalf of the calling agent.
 
-    async def spawn_tool(self, caller_id: str, arguments: dict[str, Any]) -> str: ...
+    Each method returns the text the model sees, or raises :class:`ToolError`.
+    """
+
+    async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
+                          background: bool, model: str | None) -> str: ...
+
+    async def send_input(self, caller_id: str, agent_id: str, message: str) -> str: ...
+
+    async def wait(self, caller_id: str, agent_ids: list[str] | None, timeout_s: float | None,
+                   return_when: str) -> str: ...
+
+    async def close_agent(self, caller_id: str, agent_id: str) -> str: ...
+
+    async def resume_agent(self, caller_id: str, agent_id: str, message: str) -> str: ...
+
+    async def list_agents(self, caller_id: str) -> str: ...
+
+
+def _control(ctx: ToolContext) -> AgentControl:
+    if ctx.control is None:
+        raise ToolError("sub-agent tools need an agent manager; run this agent through subagents.Runtime")
+    return ctx.control
+
+
+async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, description: str = "",
+                      background: bool = False, model: str | None = None) -> str:
+    """Start a sub-agent with a fresh conversation to do one task.
+
+    In the foreground (default) this call returns when the sub-agent ends, with its final answer
+    and a line of stats. With background=true it returns the new agent's id at once; its result
+    is announced to you when it ends (or collect it with wait).
+
+    Args:
+        agent_type: the kind of agent, e.g. general-purpose, explore, plan, verify, coordinator.
+        prompt: the complete task; the sub-agent sees nothing of your conversation but this.
+        description: a short (3-5 word) label for the task.
+        background: run concurrently and return at once.
+        model: optional model override, e.g. anthropic:claude-haiku-4-5.
+    """
+    return await _control(ctx).spawn_agent(ctx.agent.id, agent_type, prompt, description, background, model)
+
+
+async def send_input(ctx: ToolContext, agent_id: str, message: str) -> str:
+    """Send more instructions to a running sub-agent; it reads them at its next tool boundary.
+
+    Args:
+        agent_id: the sub-agent's id or nickname.
+        message: what to tell it.
+    """
+    return await _control(ctx).send_input(ctx.agent.id, agent_id, message)
+
+
+async def wait(ctx: ToolContext, agent_ids: list[str] | None = None, timeout_s: float | None = None,
+               return_when: Literal["all", "any"] = "all") -> str:
+    """Wait for sub-agents to finish and collect their results (no polling needed).
+
+    Args:
+        agent_ids: ids or nicknames; omit to wait for all of your sub-agents.
+        timeout_s: give up after this many seconds; the reply lists who is still running.
+        return_when: "all" (default) or "any" to return as soon as one finishes.
+    """
+    return await _control(ctx).wait(ctx.agent.id, agent_ids, timeout_s, return_when)
+
+
+async def close_agent(ctx: ToolContext, agent_id: str) -> str:
+    """Stop a sub-agent and all of its descendants now; its partial result is kept.
+
+    Args:
+        agent_id: the sub-agent's id or nickname.
+    """
+    return await _control(ctx).close_agent(ctx.agent.id, agent_id)
+
+
+async def resume_agent(ctx: ToolContext, agent_id: str, message: str) -> str:
+    """Give a finished (completed, errored or closed) sub-agent more work; it keeps its whole conversation.
+
+    Args:
+        agent_id: the sub-agent's id or nickname.
+        message: the new instructions.
+    """
+    return await _control(ctx).resume_agent(ctx.agent.id, agent_id, message)
+
+
+async def list_agents(ctx: ToolContext) -> str:
+    """List the agents of this tree with their status and depth, and the capacity left."""
+    return await _control(ctx).list_agents(ctx.agent.id)
+
+
+AGENT_TOOLS: tuple[Tool, ...] = tuple(
+    FunctionTool(f, category=ToolCategory.AGENT)
+    for f in (spawn_agent, send_input, wait, close_agent, resume_agent, list_agents)
+)
+
+
+def agent_tools() -> list[Tool]:
+    return list(AGENT_TOOLS)

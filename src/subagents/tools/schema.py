@@ -26,7 +26,7 @@ _SIMPLE: dict[Any, dict[str, Any]] = {
 }
 
 
-def schema_for_type(tp: Any) -> dict[str, Any]:
+def schema_for_type(tp: Any) -> dict[str, Any]:  # noqa: C901 - a flat dispatch on type shapes
     """The JSON schema of a Python type hint."""
     if tp in _SIMPLE:
         return dict(_SIMPLE[tp])
@@ -43,8 +43,12 @@ def schema_for_type(tp: Any) -> dict[str, Any]:
         return out
     if origin in (Union, types.UnionType):
         non_none = [a for a in args if a is not type(None)]
-        if len(non_none) == 1 and len(args) == 2:
-            return schema_for_type(non_none[0])  # Optional[X]: absence is the None
+        if len(non_none) == 1 and len(args) == 2:  # Optional[X]: null is accepted too
+            inner = schema_for_type(non_none[0])
+            if isinstance(inner.get("type"), str):
+                inner["type"] = [inner["type"], "null"]
+                return inner
+            return {"anyOf": [inner, {"type": "null"}]}
         return {"anyOf": [schema_for_type(a) for a in args]}
     if origin in (list, Sequence, tuple, set, frozenset) or tp in (list, tuple, set):
         item = args[0] if args else Any

@@ -1,0 +1,216 @@
+"""Load agent definitions (Markdown + YAML front matter) along the hierarchy.
+
+First match wins, level by level::
+
+    session    Runtime(agents=[...])
+    project    <workdir>/.subagents/agents/*.md, then .claude/agents/*.md, then .qwen/agents/*.md
+    user       <user config dir>/agents/*.md, then ~/.claude/agents/*.md, then ~/.qwen/agents/*.md
+    extension  Python entry points in the group ``subagents.agents``
+    built-in   subagents/definitions/builtin/*.md
+
+A file that fails to parse adds a warning naming the file and the problem; the others still load.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import DefinitionError
+from .model import MODEL_ALIASES, AgentDefinition
+
+__all__ = ["DefinitionSet", "load_definitions", "parse_definition", "parse_definition_file"]
+
+log = logging.getLogger("subagents.definitions")
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+
+_KEY_ALIASES = {
+    "disallowedtools": "disallowed_tools", "disallowed_tools": "disallowed_tools",
+    "maxturns": "max_turns", "max_turns": "max_turns",
+    "maxtokens": "max_tokens", "max_tokens": "max_tokens",
+    "timeout": "timeout_s", "timeout_s": "timeout_s", "timeouts": "timeout_s", "runtimeoutseconds": "timeout_s",
+    "maxcostusd": "max_cost_usd", "max_cost_usd": "max_cost_usd",
+    "permissionmode": "permission_mode", "permission_mode": "permission_mode",
+    "nicknamecandidates": "nickname_candidates", "nickname_candidates": "nickname_candidates",
+    "background": "background", "runinbackground": "background", "run_in_background": "background",
+    "isolation": "isolation", "tools": "tools", "model": "model", "name": "name", "description": "description",
+}
+
+# Claude Code / Qwen tool names -> ours.
+_TOOL_ALIASES = {
+    "read": "read_file", "write": "write_file", "edit": "edit_file", "multiedit": "edit_file",
+    "glob": "glob", "grep": "grep", "bash": "bash", "ls": "list_dir", "todowrite": "todo_write",
+    "task": "spawn_agent", "agent": "spawn_agent",
+}
+
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+
+
+@dataclass(slots=True)
+class DefinitionSet:
+    """Resolved definitions by name, what each shadows, and the warnings of loading."""
+
+    by_name: dict[str, AgentDefinition] = field(default_factory=dict)
+    shadowed: dict[str, list[AgentDefinition]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, d: AgentDefinition) -> None:
+        if d.name in self.by_name:
+            self.shadowed.setdefault(d.name, []).append(d)
+        else:
+            self.by_name[d.name] = d
+
+    def get(self, name: str) -> AgentDefinition:
+        d = self.by_name.get(name)
+        if d is None:
+            known = ", ".join(sorted(self.by_name)) or "none"
+            raise DefinitionError(f"unknown agent type {name!r}; known types: {known}")
+        return d
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.by_name
+
+    def names(self) -> list[str]:
+        return sorted(self.by_name)
+
+
+def _as_list(value: Any, key: str, source: str, *, map_tools: bool) -> list[str]:
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        items = [v.strip() for v in value]
+    else:
+        raise DefinitionError(f"{source}: '{key}' must be a list of names or a comma-separated string, got {value!r}")
+    if map_tools:
+        items = [_TOOL_ALIASES.get(v.lower(), v) if v[:1].isupper() or v.lower() in _TOOL_ALIASES else v
+                 for v in items]
+    return list(dict.fromkeys(items))
+
+
+def _number(value: Any, key: str, source: str, *, whole: bool) -> float | int:
+    ok = isinstance(value, int) if whole else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or value <= 0:
+        kind = "a positive whole number" if whole else "a positive number"
+        raise DefinitionError(f"{source}: '{key}' must be {kind}, got {value!r}")
+    return int(value) if whole else float(value)
+
+
+def parse_definition(meta: dict[str, Any], body: str, *, source: str, default_name: str = "") -> AgentDefinition:
+    """Build a definition from front-matter keys (ours, Claude Code's or Qwen's) and a body."""
+    d = AgentDefinition(name=default_name, system_prompt=body.strip(), source=source)
+    for raw_key, value in meta.items():
+        key = _KEY_ALIASES.get(str(raw_key).replace("-", "_").lower()) or _KEY_ALIASES.get(
+            str(raw_key).replace("-", "").replace("_", "").lower())
+        if key is None:
+            d.extra[str(raw_key)] = value
+            continue
+        if value is None:
+            continue
+        if key in ("tools", "disallowed_tools", "nickname_candidates"):
+            setattr(d, key, _as_list(value, str(raw_key), source, map_tools=key != "nickname_candidates"))
+        elif key in ("max_turns", "max_tokens"):
+            setattr(d, key, _number(value, str(raw_key), source, whole=True))
+        elif key in ("timeout_s", "max_cost_usd"):
+            setattr(d, key, float(_number(value, str(raw_key), source, whole=False)))
+        elif key == "background":
+            if not isinstance(value, bool):
+                raise DefinitionError(f"{source}: 'background' must be true or false, got {value!r}")
+            d.background = value
+        elif key == "model":
+            m = str(value).strip()
+            d.model = MODEL_ALIASES.get(m.lower(), m) if m.lower() != "inherit" else "inherit"
+        else:
+            setattr(d, key, str(value))
+    if not d.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", d.name):
+        raise DefinitionError(f"{source}: agent name {d.name!r} is missing or invalid; "
+                              "use letters, digits, '-', '_' or '.'")
+    return d
+
+
+def parse_definition_file(path: Path, *, level: str = "project") -> AgentDefinition:
+    """Parse one Markdown file with YAML front matter; :class:`DefinitionError` names the file."""
+    import yaml  # lazy: only when definition files are read
+
+    text = path.read_text(encoding="utf-8")
+    m = _FRONT.match(text)
+    if m is None:
+        raise DefinitionError(f"{path}: no YAML front matter; start the file with '---', the keys, and '---'")
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as e:
+        raise DefinitionError(f"{path}: invalid YAML front matter: {e}") from None
+    if not isinstance(meta, dict):
+        raise DefinitionError(f"{path}: the front matter must be a mapping of keys to values")
+    return parse_definition(meta, m.group(2), source=f"{level}:{path}", default_name=path.stem)
+
+
+def _load_dir(out: DefinitionSet, directory: Path, level: str) -> None:
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("*.md")):
+        try:
+            out.add(parse_definition_file(path, level=level))
+        except (DefinitionError, OSError, UnicodeDecodeError) as e:
+            msg = str(e) if str(path) in str(e) else f"{path}: {e}"
+            out.warnings.append(f"skipped agent definition {msg}")
+            log.warning("skipped agent definition %s", msg)
+
+
+def _load_extensions(out: DefinitionSet) -> None:
+    for ep in metadata.entry_points(group="subagents.agents"):
+        try:
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, type):
+                obj = obj()
+            if isinstance(obj, (str, Path)):
+                _load_dir(out, Path(obj), f"extension:{ep.name}")
+                continue
+            items = obj if isinstance(obj, (list, tuple)) else [obj]
+            for d in items:
+                if not isinstance(d, AgentDefinition):
+                    raise DefinitionError(f"entry point {ep.name!r} gave {type(d).__name__}, not an AgentDefinition")
+                d.source = f"extension:{ep.name}"
+                out.add(d)
+        except Exception as e:
+            out.warnings.append(f"skipped agent extension {ep.name!r} ({ep.value}): {type(e).__name__}: {e}")
+            log.warning("skipped agent extension %s: %s", ep.name, e)
+
+
+def load_definitions(
+    workdir: Path,
+    *,
+    session: Sequence[AgentDefinition] = (),
+    user_dir: Path | None = None,
+    home: Path | None = None,
+    extensions: bool = True,
+) -> DefinitionSet:
+    """Every definition visible from ``workdir``, resolved by precedence."""
+    from ..config import user_config_dir
+
+    out = DefinitionSet()
+    for d in session:
+        out.add(d)
+    for sub in (".subagents", ".claude", ".qwen"):
+        _load_dir(out, workdir / sub / "agents", "project")
+    _load_dir(out, (user_dir or user_config_dir()) / "agents", "user")
+    h = home if home is not None else Path.home()
+    for sub in (".claude", ".qwen"):
+        _load_dir(out, h / sub / "agents", "user")
+    if extensions:
+        _load_extensions(out)
+    _load_dir(out, BUILTIN_DIR, "builtin")
+    for d in out.by_name.values():
+        if d.source.startswith("builtin:"):
+            d.source = "builtin"
+    return out
+
+
+def iter_all(defs: DefinitionSet) -> Iterable[tuple[AgentDefinition, list[AgentDefinition]]]:
+    for name in defs.names():
+        yield defs.by_name[name], defs.shadowed.get(name, [])

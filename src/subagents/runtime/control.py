@@ -1,0 +1,129 @@
+"""``ManagerControl``: the :class:`~subagents.tools.agents.AgentControl` the sub-agent tools call.
+
+It turns tool calls into manager operations on behalf of the calling agent and renders what the
+model sees: compressed results, wait summaries, the agent list.  Refusals become tool errors.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from ..exceptions import SpawnError, ToolError
+from .node import AgentNode
+from .prompts import compressed_result
+
+if TYPE_CHECKING:
+    from .manager import AgentManager
+
+__all__ = ["ManagerControl"]
+
+
+class ManagerControl:
+    __slots__ = ("mgr",)
+
+    def __init__(self, mgr: AgentManager) -> None:
+        self.mgr = mgr
+
+    def _caller(self, caller_id: str) -> AgentNode:
+        node = self.mgr.nodes.get(caller_id)
+        if node is None:
+            raise ToolError(f"the calling agent {caller_id!r} is not known to the manager")
+        return node
+
+    def _child(self, caller: AgentNode, ref: str) -> AgentNode:
+        node = self.mgr.find(ref)
+        if node is None:
+            raise ToolError(f"no agent with id or nickname {ref!r}; call list_agents to see the agents you can reach")
+        n: AgentNode | None = node
+        while n is not None and n.parent_id is not None:
+            if n.parent_id == caller.id:
+                return node
+            n = self.mgr.nodes.get(n.parent_id)
+        raise ToolError(f"agent {node.nickname} ({node.id}) is not one of your sub-agents; "
+                        "you can only steer agents you spawned (or their descendants)")
+
+    async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
+                          background: bool, model: str | None) -> str:
+        caller = self._caller(caller_id)
+        try:
+            node = self.mgr.spawn(agent_type=agent_type, prompt=prompt, parent_id=caller.id,
+                                  description=description, background=background, model=model)
+        except SpawnError as e:
+            raise ToolError(str(e)) from None
+        if node.background:
+            return json.dumps({"agent_id": node.id, "nickname": node.nickname, "status": "running",
+                               "note": "runs in the background; its result will be announced to you, "
+                                       "or collect it with wait"})
+        result = await self.mgr.wait_one(node)
+        return compressed_result(result, self.mgr.cfg.result_max_chars)
+
+    async def send_input(self, caller_id: str, agent_id: str, message: str) -> str:
+        caller = self._caller(caller_id)
+        node = self._child(caller, agent_id)
+        try:
+            self.mgr.send_input(node.id, message, sender=f"parent agent {caller.nickname}")
+        except SpawnError as e:
+            raise ToolError(str(e)) from None
+        return f"message queued for {node.nickname} ({node.id}); it reads it at its next tool boundary"
+
+    async def wait(self, caller_id: str, agent_ids: list[str] | None, timeout_s: float | None,
+                   return_when: str) -> str:
+        caller = self._caller(caller_id)
+        if agent_ids:
+            nodes = [self._child(caller, a) for a in agent_ids]
+        else:
+            nodes = [self.mgr.nodes[c] for c in caller.children if c in self.mgr.nodes]
+        if not nodes:
+            return "you have no sub-agents to wait for"
+        results, running, timed_out = await self.mgr.wait([n.id for n in nodes], timeout_s,
+                                                          any_=return_when == "any")
+        cap = self.mgr.cfg.result_max_chars
+        parts = []
+        for n in nodes:
+            r = results.get(n.id)
+            if r is not None:
+                self.mgr.withdraw_announcement(caller, n.id)
+                parts.append(compressed_result(r, cap))
+        head = (f"{len(results)} finished, {len(running)} still running"
+                + (f" (timed out after {timeout_s}s)" if timed_out else ""))
+        if running:
+            nick = {n.id: n.nickname for n in nodes}
+            head += ": " + ", ".join(f"{nick[i]} ({i})" for i in running)
+        return "\n\n".join([f"[wait: {head}; timed_out={str(timed_out).lower()}]", *parts])
+
+    async def close_agent(self, caller_id: str, agent_id: str) -> str:
+        caller = self._caller(caller_id)
+        node = self._child(caller, agent_id)
+        already = node.status.is_final()
+        result = await self.mgr.close(node.id)
+        self.mgr.withdraw_announcement(caller, node.id)
+        prefix = "already finished" if already else "closed (with its descendants)"
+        return f"{node.nickname} {prefix}.\n" + compressed_result(result, self.mgr.cfg.result_max_chars)
+
+    async def resume_agent(self, caller_id: str, agent_id: str, message: str) -> str:
+        caller = self._caller(caller_id)
+        node = self._child(caller, agent_id)
+        try:
+            self.mgr.resume(node.id, message)
+        except SpawnError as e:
+            raise ToolError(str(e)) from None
+        if node.background:
+            return json.dumps({"agent_id": node.id, "nickname": node.nickname, "status": "running",
+                               "note": "resumed in the background; its result will be announced"})
+        result = await self.mgr.wait_one(node)
+        return compressed_result(result, self.mgr.cfg.result_max_chars)
+
+    async def list_agents(self, caller_id: str) -> str:
+        caller = self._caller(caller_id)
+        mgr = self.mgr
+        tree = [n for n in mgr.nodes.values() if n.root_id == caller.root_id]
+        nick = {n.id: n.nickname for n in tree}
+        lines = [f"{'  ' * n.depth}- {n.nickname} ({n.id}) type={n.info.agent_type} status={n.status} "
+                 f"depth={n.depth} parent={nick.get(n.parent_id or '', '-')}" + (" [you]" if n is caller else "")
+                 for n in sorted(tree, key=lambda n: (n.depth, n.nickname))]
+        slots = mgr.cfg.max_threads - mgr.running_slots
+        depth_left = mgr.cfg.max_depth - caller.depth
+        lines.append(f"capacity: {slots} of {mgr.cfg.max_threads} thread slots free; "
+                     f"you are at depth {caller.depth}, {depth_left} more level(s) of sub-agents allowed")
+        return "\n".join(lines)

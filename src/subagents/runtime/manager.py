@@ -1,0 +1,557 @@
+"""``AgentManager``: owns every agent of a runtime — the spawn pipeline, slots, lifecycle, delivery.
+
+``spawn`` does, in order (see DESIGN.md):
+
+1. validate the input (known agent type, non-empty prompt)            -> :class:`SpawnError`
+2. resolve the definition (session > project > user > extension > built-in)
+3. build the config: model, limits (carved from the parent's budget), tools
+4. apply runtime overrides (``set_model_override``)
+5. layer the system prompt: parent's base + type + cwd + briefing + notepad
+6. compute the tool fence (allowlist minus denylist, minus spawn tools at ``max_depth``)
+7. reserve a slot: ``max_depth`` and ``max_threads`` (released if anything later fails)
+8. assign a UUID and a nickname, record the run (``pending_init``)
+9. start it as an asyncio task (``running``)
+
+Everything here runs on the event loop thread, so the check-and-reserve of step 7 cannot race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..definitions.loader import DefinitionSet
+from ..definitions.model import AgentDefinition
+from ..exceptions import ConfigError, DefinitionError, LimitExceeded, SpawnError
+from ..messages import Message
+from ..models.base import AgentInfo, Model
+from ..store.base import AnnouncementRecord, RunRecord, Store
+from ..tools.base import Tool, ToolCategory, ToolContext, ToolRegistry
+from ..tools.paths import Workspace
+from .events import Event, EventBus
+from .limits import Budget, Limits
+from .loop import AgentCore, Stopped
+from .nicknames import NicknamePool
+from .node import AgentNode
+from .prompts import announcement_text, build_system_prompt
+from .result import RunResult
+from .status import Outcome, Status
+
+__all__ = ["AgentManager", "ManagerSettings"]
+
+
+class ManagerSettings:
+    """The knobs of a manager (filled from :class:`~subagents.config.Settings` by the Runtime)."""
+
+    __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "default_limits", "max_depth", "max_threads",
+                 "result_max_chars")
+
+    def __init__(self, *, max_threads: int = 4, max_depth: int = 2, result_max_chars: int = 20_000,
+                 base_prompt: str = "", briefing: str = "", default_limits: Limits | None = None,
+                 bash_timeout_s: float = 120.0) -> None:
+        if max_threads < 1:
+            raise ConfigError(f"max_threads must be at least 1, got {max_threads}")
+        if max_depth < 0:
+            raise ConfigError(f"max_depth must be 0 or more, got {max_depth}")
+        self.max_threads = max_threads
+        self.max_depth = max_depth
+        self.result_max_chars = result_max_chars
+        self.base_prompt = base_prompt
+        self.briefing = briefing
+        self.default_limits = default_limits or Limits()
+        self.bash_timeout_s = bash_timeout_s
+
+
+class AgentManager:
+    def __init__(
+        self,
+        *,
+        definitions: DefinitionSet,
+        tools: Sequence[Tool],
+        model: Model | None,
+        resolve_model: Callable[[str], Model],
+        workspace: Workspace,
+        store: Store,
+        bus: EventBus,
+        settings: ManagerSettings,
+        control_factory: Callable[[AgentManager], Any] | None = None,
+    ) -> None:
+        self.defs = definitions
+        self.tools = list(tools)
+        self.model = model
+        self._resolve_model = resolve_model
+        self.workspace = workspace
+        self.store = store
+        self.bus = bus
+        self.cfg = settings
+        self.nodes: dict[str, AgentNode] = {}
+        self.running_slots = 0
+        self.overrides: dict[str, Model | str] = {}
+        self.notepad: list[str] = []
+        self.nicknames = NicknamePool()
+        self._models: dict[str, Model] = {}
+        self._todos: dict[str, list[dict[str, Any]]] = {}
+        self.control = control_factory(self) if control_factory is not None else None
+        self._spawn_tools = {t.name for t in self.tools if t.category is ToolCategory.AGENT}
+
+    # ------------------------------------------------------------------------------------------
+    # lookup
+    def find(self, ref: str) -> AgentNode | None:
+        """An agent by id, nickname or unique id prefix (>= 4 characters)."""
+        n = self.nodes.get(ref)
+        if n is not None:
+            return n
+        by_nick = [x for x in self.nodes.values() if x.nickname == ref]
+        if by_nick:
+            return max(by_nick, key=lambda x: x.nickname in self.nicknames)
+        if len(ref) >= 4:
+            hits = [x for k, x in self.nodes.items() if k.startswith(ref)]
+            if len(hits) == 1:
+                return hits[0]
+        return None
+
+    def status(self, ref: str) -> Status:
+        n = self.find(ref)
+        return Status.NOT_FOUND if n is None else n.status
+
+    def live_slot_holders(self) -> list[AgentNode]:
+        return [n for n in self.nodes.values() if n.holds_slot]
+
+    # ------------------------------------------------------------------------------------------
+    # the spawn pipeline
+    def spawn(
+        self,
+        *,
+        agent_type: str,
+        prompt: str,
+        parent_id: str | None = None,
+        description: str = "",
+        background: bool | None = None,
+        model: Model | str | None = None,
+        limits: Limits | None = None,
+        label: str | None = None,
+        cleanup: str = "keep",
+        history: list[Message] | None = None,
+    ) -> AgentNode:
+        """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused."""
+        # 1. validate
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise SpawnError("the prompt is empty; give the agent a task to do")
+        if cleanup not in ("keep", "delete"):
+            raise SpawnError(f"cleanup must be 'keep' or 'delete', got {cleanup!r}")
+        parent = self.nodes.get(parent_id) if parent_id is not None else None
+        if parent_id is not None and parent is None:
+            raise SpawnError(f"unknown parent agent {parent_id!r}")
+        # 2. resolve the definition
+        try:
+            d = self.defs.get(agent_type)
+        except DefinitionError as e:
+            raise SpawnError(str(e)) from None
+        depth = 0 if parent is None else parent.depth + 1
+        # 3-4. model (spawn argument > runtime override > definition > parent's > runtime default)
+        mdl = self._model_for(d, parent, model)
+        # 7. reserve the slot first: cheap refusals before any work
+        with self._reserve(depth, parent) as reservation:
+            # 3. limits: definition, then per-spawn override, capped by what the parent has left
+            wanted = (self.cfg.default_limits if parent is None else Limits()).merged(d.limits()).merged(limits)
+            carved_from = parent.core.budget if parent is not None else None
+            try:
+                carved = carved_from.carve(wanted) if carved_from is not None else wanted
+            except LimitExceeded as e:
+                raise SpawnError(f"cannot spawn: the parent's budget is used up ({e}); finish with what you have "
+                                 "or raise the parent's limit") from None
+            try:
+                node = self._build(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
+                                   history)
+            except BaseException:
+                if carved_from is not None:
+                    carved_from.release(carved, Budget(Limits()))
+                raise
+            node.carved_from = carved_from
+            node.holds_slot = reservation.held
+            reservation.commit()
+        # 8. record; 9. start
+        self.nodes[node.id] = node
+        if parent is not None:
+            parent.children.append(node.id)
+        self._record(node)
+        self._emit(node, "subagent_spawned", agent_type=node.info.agent_type, label=node.label,
+                   background=node.background, model=node.model_name)
+        node.task = asyncio.get_running_loop().create_task(self._drive(node, None if history else prompt),
+                                                           name=f"agent:{node.nickname}")
+        return node
+
+    def _model_for(self, d: AgentDefinition, parent: AgentNode | None, override: Model | str | None) -> Model:
+        choice: Model | str | None = override if override is not None else self.overrides.get(d.name)
+        if choice is None and d.model != "inherit":
+            choice = d.model
+        if choice is None:
+            if parent is not None:
+                return parent.core.model
+            if self.model is None:
+                raise SpawnError("no model is configured; pass Runtime(model=...) or set [model] default")
+            return self.model
+        if not isinstance(choice, str):
+            return choice
+        m = self._models.get(choice)
+        if m is None:
+            try:
+                m = self._resolve_model(choice)
+            except ConfigError as e:
+                raise SpawnError(f"agent type {d.name!r}: {e}") from None
+            self._models[choice] = m
+        return m
+
+    @contextlib.contextmanager
+    def _reserve(self, depth: int, parent: AgentNode | None) -> Iterator[_Reservation]:
+        cfg = self.cfg
+        if depth > cfg.max_depth:
+            who = f"agent {parent.nickname!r} at depth {parent.depth}" if parent else "this agent"
+            raise SpawnError(
+                f"max_depth={cfg.max_depth} reached: {who} cannot spawn a sub-agent (it would be at depth {depth}); "
+                "do the work directly, or raise [agents] max_depth / Runtime(max_depth=...)")
+        r = _Reservation(self, held=depth > 0)
+        if r.held:
+            if self.running_slots >= cfg.max_threads:
+                holders = ", ".join(n.describe() for n in self.live_slot_holders()[:8])
+                raise SpawnError(
+                    f"max_threads={cfg.max_threads} reached: {self.running_slots} sub-agents are running "
+                    f"({holders}); wait for one to finish (wait) or close one (close_agent), "
+                    "or raise [agents] max_threads / Runtime(max_threads=...)")
+            self.running_slots += 1
+        try:
+            yield r
+        finally:
+            if r.held and not r.committed:
+                self.running_slots -= 1
+
+    def _build(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
+               prompt: str, description: str, label: str | None, background: bool | None, cleanup: str,
+               history: list[Message] | None) -> AgentNode:
+        agent_id = str(uuid.uuid4())
+        nickname = self.nicknames.take(d.name, d.nickname_candidates)
+        info = AgentInfo(agent_id, nickname, d.name, depth, parent.id if parent else None)
+        # 5. prompt layering: the base is inherited verbatim from the root
+        base = self.cfg.base_prompt
+        system = build_system_prompt(base, d.system_prompt, workdir=str(self.workspace.root),
+                                     is_child=parent is not None, briefing=self.cfg.briefing,
+                                     notes=self.notepad[-10:])
+        # 6. the fence
+        deny = set(d.disallowed_tools)
+        if depth >= self.cfg.max_depth:
+            deny |= self._spawn_tools
+        registry = ToolRegistry(self.tools, allow=d.tools, deny=deny, agent_type=d.name)
+        root_id = parent.root_id if parent else agent_id
+        todos = self._todos.setdefault(root_id, [])
+        ctx = ToolContext(agent=info, workspace=self.workspace, todos=todos, control=self.control,
+                          bash_timeout_s=self.cfg.bash_timeout_s)
+        core = AgentCore(info=info, model=mdl, system=system, registry=registry, ctx=ctx, limits=limits,
+                         bus=self.bus, messages=list(history) if history else None)
+        node = AgentNode(info=info, definition=d, core=core, root_id=root_id, label=label or description or prompt[:60],
+                         task_text=prompt, background=d.background if background is None else background,
+                         limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup)
+        core.budget = Budget(limits)
+        core.on_message = self._message_sink(node)
+        core.inbox.on_deliver = self._delivered_sink(node)
+        return node
+
+    # ------------------------------------------------------------------------------------------
+    # running
+    async def _drive(self, node: AgentNode, prompt: str | None) -> RunResult:
+        node.runs += 1
+        self._set_status(node, Status.RUNNING, started_at=time.time())
+        try:
+            result = await node.core.run(prompt)
+        except asyncio.CancelledError:
+            result = node.core.result(Stopped(Outcome.CANCELLED, None, "closed before it finished"))
+            if not node.closing:  # cancelled from outside (runtime shutdown): finish, then propagate
+                self._finish(node, result)
+                raise
+        except Exception as e:
+            result = node.core.result(Stopped(Outcome.ERROR, None, f"internal error: {type(e).__name__}: {e}"))
+        self._finish(node, result)
+        return result
+
+    def _finish(self, node: AgentNode, result: RunResult) -> None:
+        if node.status.is_final():
+            return
+        node.result = result
+        node.status = result.status
+        if node.holds_slot:
+            node.holds_slot = False
+            self.running_slots -= 1
+        if node.carved_from is not None:
+            node.carved_from.release(node.limits, node.core.budget or Budget(node.limits))
+            node.carved_from = None
+        self.nicknames.release(node.nickname)
+        parent = self.nodes.get(node.parent_id) if node.parent_id else None
+        ann = None
+        if node.background and parent is not None:
+            ann = AnnouncementRecord(f"{node.id}:{node.runs}", parent.id, node.id,
+                                     announcement_text(result, node.label, self.cfg.result_max_chars), time.time())
+        self.store.finish_run(node.id, self._final_fields(result), ann)
+        self._emit(node, "subagent_status_changed", status=str(result.status))
+        self._emit(node, "subagent_completed", **_stats(result))
+        waiters, node.waiters = node.waiters, []
+        for w in waiters:
+            w(node)
+        if ann is not None and parent is not None:
+            self._deliver(parent, ann)
+
+    def _deliver(self, parent: AgentNode, ann: AnnouncementRecord) -> None:
+        """Inject at the parent's next tool boundary if it runs, else queue as a follow-up."""
+        if parent.status is Status.RUNNING:
+            parent.core.inbox.put(ann.text, key=f"ann:{ann.id}")
+        else:
+            parent.followups.append(ann)
+        self._emit(parent, "announcement", child_id=ann.child_id,
+                   mode="steer" if parent.status is Status.RUNNING else "followup")
+
+    def withdraw_announcement(self, parent: AgentNode, child_id: str) -> None:
+        """``wait`` handed the parent this child's result: its announcement is delivered by that."""
+        child = self.nodes.get(child_id)
+        if child is None:
+            return
+        ann_id = f"{child_id}:{child.runs}"
+        if parent.core.inbox.discard(f"ann:{ann_id}") or any(a.id == ann_id for a in parent.followups):
+            parent.followups = [a for a in parent.followups if a.id != ann_id]
+            self.store.mark_delivered(ann_id, time.time())
+
+    # ------------------------------------------------------------------------------------------
+    # steering
+    def send_input(self, ref: str, message: str, *, sender: str = "user") -> AgentNode:
+        node = self._require(ref)
+        if not message.strip():
+            raise SpawnError("the message is empty; say what the agent should do")
+        if node.status.is_final():
+            raise SpawnError(f"agent {node.nickname} ({node.id}) has already finished (status {node.status}); "
+                             "use resume_agent(agent_id, message) to give it more work")
+        node.core.inbox.put(f"<message from {sender}>\n{message}\n</message>")
+        return node
+
+    def resume(self, ref: str, message: str, *, limits: Limits | None = None) -> AgentNode:
+        node = self._require(ref)
+        if not message.strip():
+            raise SpawnError("the message is empty; say what the resumed agent should do")
+        if not node.status.is_final():
+            raise SpawnError(f"agent {node.nickname} ({node.id}) is still {node.status}; "
+                             "use send_input to give it more instructions, or wait for it")
+        parent = self.nodes.get(node.parent_id) if node.parent_id else None
+        with self._reserve(node.depth, parent) as reservation:
+            wanted = node.limits if limits is None else node.limits.merged(limits)
+            budget_from = parent.core.budget if parent is not None and parent.status is Status.RUNNING else None
+            try:
+                carved = budget_from.carve(wanted) if budget_from is not None else wanted
+            except LimitExceeded as e:
+                raise SpawnError(f"cannot resume: the parent's budget is used up ({e})") from None
+            node.limits = carved
+            node.carved_from = budget_from
+            node.core.limits = carved
+            node.core.budget = Budget(carved)
+            node.holds_slot = reservation.held
+            node.closing = False
+            reservation.commit()
+        self.nicknames.hold(node.nickname)
+        prompt = self._with_followups(node, message)
+        node.result = None
+        node.status = Status.PENDING_INIT
+        node.task = asyncio.get_running_loop().create_task(self._drive(node, prompt), name=f"agent:{node.nickname}")
+        return node
+
+    def _with_followups(self, node: AgentNode, message: str) -> str:
+        if not node.followups:
+            return message
+        texts = [a.text for a in node.followups]
+        now = time.time()
+        for a in node.followups:
+            self.store.mark_delivered(a.id, now)
+        node.followups = []
+        return "\n\n".join([*texts, message])
+
+    def take_followups(self, node: AgentNode) -> list[str]:
+        """Queued announcements of an idle agent, marked delivered (for a continuing root run)."""
+        texts = [a.text for a in node.followups]
+        now = time.time()
+        for a in node.followups:
+            self.store.mark_delivered(a.id, now)
+        node.followups = []
+        return texts
+
+    async def close(self, ref: str) -> RunResult:
+        """Cancel an agent and all its descendants; their processes die with their tasks."""
+        node = self._require(ref)
+        victims = self._subtree(node)
+        tasks = []
+        for n in reversed(victims):  # deepest first
+            if not n.status.is_final() and n.task is not None:
+                n.closing = True
+                n.task.cancel()
+                tasks.append(n.task)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for n in victims:  # a task cancelled before its first step never ran _drive
+            if not n.status.is_final():
+                n.runs = max(n.runs, 1)
+                self._finish(n, n.core.result(Stopped(Outcome.CANCELLED, None, "closed before it started")))
+        assert node.result is not None
+        return node.result
+
+    def _subtree(self, node: AgentNode) -> list[AgentNode]:
+        out, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack.extend(self.nodes[c] for c in n.children if c in self.nodes)
+        return out
+
+    async def wait(self, refs: Sequence[str], timeout: float | None = None, *, any_: bool = False
+                   ) -> tuple[dict[str, RunResult], list[str], bool]:
+        """Wait for all (or, with ``any_``, the first) of ``refs``; ``(results, still_running, timed_out)``."""
+        nodes = [self._require(r) for r in refs]
+        pending = [n for n in nodes if not n.status.is_final()]
+        timed_out = False
+        if pending:
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[None] = loop.create_future()
+            left = [1 if any_ else len(pending)]
+
+            def on_done(_: AgentNode) -> None:
+                left[0] -= 1
+                if left[0] <= 0 and not fut.done():
+                    fut.set_result(None)
+
+            for n in pending:
+                n.waiters.append(on_done)
+            try:
+                if timeout is None:
+                    await fut
+                else:
+                    try:
+                        await asyncio.wait_for(fut, timeout)
+                    except TimeoutError:
+                        timed_out = True
+            finally:
+                for n in pending:
+                    with contextlib.suppress(ValueError):
+                        n.waiters.remove(on_done)
+        results = {n.id: n.result for n in nodes if n.result is not None and n.status.is_final()}
+        running = [n.id for n in nodes if not n.status.is_final()]
+        return results, running, timed_out
+
+    async def wait_one(self, node: AgentNode) -> RunResult:
+        """Wait for one agent to end (the foreground path); cancelling the waiter closes the agent."""
+        if node.result is not None and node.status.is_final():
+            return node.result
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def on_done(_: AgentNode) -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        node.waiters.append(on_done)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if not node.status.is_final():
+                await asyncio.shield(self.close(node.id))
+            raise
+        assert node.result is not None
+        return node.result
+
+    async def shutdown(self) -> None:
+        """Close every agent still running (runtime exit)."""
+        roots = [n for n in self.nodes.values() if n.parent_id is None and not n.status.is_final()]
+        orphans = [n for n in self.nodes.values() if not n.status.is_final()]
+        for n in roots + orphans:
+            if not n.status.is_final():
+                await self.close(n.id)
+
+    def set_model_override(self, agent_type: str, model: Model | str | None) -> None:
+        if agent_type not in self.defs:
+            raise DefinitionError(f"unknown agent type {agent_type!r}; known types: {', '.join(self.defs.names())}")
+        if model is None:
+            self.overrides.pop(agent_type, None)
+        else:
+            self.overrides[agent_type] = model
+
+    def _require(self, ref: str) -> AgentNode:
+        node = self.find(ref)
+        if node is None:
+            raise SpawnError(f"no agent with id or nickname {ref!r}; list_agents shows the agents of this tree")
+        return node
+
+    # ------------------------------------------------------------------------------------------
+    # store and events
+    def _record(self, node: AgentNode) -> None:
+        i = node.info
+        parent = self.nodes.get(i.parent_id) if i.parent_id else None
+        self.store.create_run(RunRecord(
+            run_id=i.id, agent_id=i.id, nickname=i.nickname, agent_type=i.agent_type, task=node.task_text,
+            child_session_key=f"agent:{i.agent_type}:subagent:{i.id}",
+            requester_session_key=(f"agent:{parent.info.agent_type}:subagent:{parent.id}" if parent else None),
+            parent_id=i.parent_id, root_id=node.root_id, depth=i.depth, label=node.label, model=node.model_name,
+            cleanup=node.cleanup, background=node.background, created_at=time.time(),
+            system_prompt=node.core.system, limits=_limits_dict(node.limits),
+        ))
+
+    def _message_sink(self, node: AgentNode) -> Callable[[Message], None]:
+        store, msgs, run_id = self.store, node.core.messages, node.id
+
+        def sink(m: Message) -> None:
+            store.append_messages(run_id, len(msgs) - 1, [m])
+
+        return sink
+
+    def _delivered_sink(self, node: AgentNode) -> Callable[[list[str]], None]:
+        store = self.store
+
+        def delivered(keys: list[str]) -> None:
+            now = time.time()
+            for k in keys:
+                if k.startswith("ann:"):
+                    store.mark_delivered(k[4:], now)
+
+        return delivered
+
+    def _set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
+        node.status = status
+        self.store.update_run(node.id, {"status": str(status), **fields})
+        self._emit(node, "subagent_status_changed", status=str(status))
+
+    @staticmethod
+    def _final_fields(r: RunResult) -> dict[str, Any]:
+        return {"status": str(r.status), "outcome": str(r.outcome), "ended_at": time.time(),
+                "usage": r.usage.to_dict(), "cost_usd": r.cost_usd, "turns": r.turns, "tool_calls": r.tool_calls,
+                "truncated": r.truncated, "limit": r.limit, "result_text": r.text, "error": r.error}
+
+    def _emit(self, node: AgentNode, kind: str, **data: Any) -> None:
+        if self.bus.active:
+            i = node.info
+            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, nickname=i.nickname))
+
+
+class _Reservation:
+    __slots__ = ("committed", "held", "mgr")
+
+    def __init__(self, mgr: AgentManager, *, held: bool) -> None:
+        self.mgr = mgr
+        self.held = held
+        self.committed = False
+
+    def commit(self) -> None:
+        self.committed = True
+
+
+def _limits_dict(lim: Limits) -> dict[str, Any]:
+    return {"max_turns": lim.max_turns, "max_tokens": lim.max_tokens, "timeout_s": lim.timeout_s,
+            "max_cost_usd": lim.max_cost_usd}
+
+
+def _stats(r: RunResult) -> dict[str, Any]:
+    return {"status": str(r.status), "outcome": str(r.outcome), "turns": r.turns, "tool_calls": r.tool_calls,
+            "duration_s": r.duration_s, "usage": r.usage.to_dict(), "cost_usd": r.cost_usd,
+            "truncated": r.truncated, "limit": r.limit}

@@ -1,0 +1,62 @@
+"""``AgentNode``: the manager's handle on one agent (ids, status, task, waiters, queued follow-ups)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..definitions.model import AgentDefinition
+from ..models.base import AgentInfo
+from ..store.base import AnnouncementRecord
+from .limits import Budget, Limits
+from .loop import AgentCore
+from .result import RunResult
+from .status import Status
+
+__all__ = ["AgentNode"]
+
+
+@dataclass(slots=True, eq=False)
+class AgentNode:
+    """One agent of a run tree.  A node holds ids and handles, never its parent object."""
+
+    info: AgentInfo
+    definition: AgentDefinition
+    core: AgentCore
+    root_id: str
+    label: str
+    task_text: str
+    background: bool
+    limits: Limits
+    model_name: str
+    cleanup: str = "keep"
+    status: Status = Status.PENDING_INIT
+    task: asyncio.Task[RunResult] | None = None
+    result: RunResult | None = None
+    children: list[str] = field(default_factory=list)
+    waiters: list[Callable[[AgentNode], None]] = field(default_factory=list)
+    followups: list[AnnouncementRecord] = field(default_factory=list)
+    holds_slot: bool = False
+    carved_from: Budget | None = None
+    closing: bool = False
+    runs: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def nickname(self) -> str:
+        return self.info.nickname
+
+    @property
+    def depth(self) -> int:
+        return self.info.depth
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.info.parent_id
+
+    def describe(self) -> str:
+        return f"{self.nickname} ({self.info.agent_type}, depth {self.depth}, {self.status})"

@@ -1,0 +1,255 @@
+"""``Runtime``: the public facade — configuration, the manager, the store and the event bus.
+
+>>> import asyncio
+>>> from subagents import Runtime
+>>> from subagents.models import FunctionModel
+>>> rt = Runtime(model=FunctionModel(lambda req: "4"), store="memory://")
+>>> rt.run_sync("What is 2 + 2?").text
+'4'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings, load_settings
+from ..definitions.loader import DefinitionSet, load_definitions
+from ..definitions.model import AgentDefinition
+from ..exceptions import ConfigError, SpawnError, UserError
+from ..models.base import Model
+from ..models.pricing import set_price_overrides
+from ..models.resolve import ACCEPTED_FORMS, resolve_model
+from ..store import RunRecord, Store, open_store
+from ..tools.agents import AGENT_TOOLS
+from ..tools.base import Tool, as_tools
+from ..tools.paths import Workspace
+from .control import ManagerControl
+from .events import Event, EventBus, EventCallback
+from .limits import Limits
+from .manager import AgentManager, ManagerSettings
+from .prompts import DEFAULT_BASE_PROMPT
+from .result import RunResult
+from .status import Status
+
+__all__ = ["AgentHandle", "AgentSummary", "Runtime"]
+
+NO_MODEL_HELP = (
+    "no model is configured. Configure one of:\n"
+    "  - Claude:  export ANTHROPIC_API_KEY=...  and pass --model anthropic:claude-sonnet-4-5\n"
+    "  - OpenAI:  export OPENAI_API_KEY=...     and pass --model openai:gpt-4.1\n"
+    "  - a local OpenAI-compatible server (Ollama, vLLM, llama.cpp): --model openai:<model>@http://localhost:11434/v1\n"
+    "  - a default for every run: [model] default = \"anthropic:claude-sonnet-4-5\" in .subagents/config.toml,\n"
+    "    or the environment variable SUBAGENTS_MODEL\n"
+    f"Accepted model strings:\n  {ACCEPTED_FORMS}\n"
+    "To try subagents without any model, run the offline demo: subagents demo"
+)
+
+
+@dataclass(slots=True, frozen=True)
+class AgentHandle:
+    """What ``spawn`` and ``resume`` return: the agent's id (a UUID) and nickname."""
+
+    id: str
+    nickname: str
+    agent_type: str
+
+
+@dataclass(slots=True, frozen=True)
+class AgentSummary:
+    id: str
+    nickname: str
+    agent_type: str
+    status: Status
+    depth: int
+    parent_id: str | None
+    label: str
+
+
+def _builtin_tools() -> list[Tool]:
+    from ..tools.builtin import builtin_tools
+
+    return builtin_tools()
+
+
+class Runtime:
+    """Runs agents and their sub-agents.  Use it as ``async with Runtime(...) as rt``."""
+
+    def __init__(
+        self,
+        model: Model | str | None = None,
+        *,
+        workdir: str | os.PathLike[str] = ".",
+        settings: Settings | None = None,
+        store: Store | str | None = None,
+        max_threads: int | None = None,
+        max_depth: int | None = None,
+        agents: Sequence[AgentDefinition] = (),
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        system_prompt: str | None = None,
+        limits: Limits | None = None,
+        on_event: EventCallback | None = None,
+        builtin_tools: bool = True,
+    ) -> None:
+        root = Path(workdir)
+        if not root.is_dir():
+            raise UserError(f"workdir {str(root)!r} is not a directory; pass an existing project directory")
+        self.workdir = root.resolve()
+        self.settings = settings or load_settings(self.workdir, overrides={
+            "max_threads": max_threads, "max_depth": max_depth})
+        s = self.settings
+        if max_threads is not None:
+            s.max_threads = max_threads
+        if max_depth is not None:
+            s.max_depth = max_depth
+        if s.pricing:
+            set_price_overrides(s.pricing)
+        spec = model if model is not None else s.model_default
+        if spec is None:
+            raise ConfigError(NO_MODEL_HELP)
+        self.model = self._resolve(spec)
+        self.store: Store = store if store is not None and not isinstance(store, str) else open_store(
+            store if isinstance(store, str) else s.store_url, self.workdir)
+        self.bus = EventBus()
+        if on_event is not None:
+            self.bus.on(on_event)
+        self.definitions: DefinitionSet = load_definitions(self.workdir, session=agents)
+        universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *as_tools(tools)]
+        self.manager = AgentManager(
+            definitions=self.definitions, tools=universe, model=self.model, resolve_model=self._resolve,
+            workspace=Workspace(self.workdir), store=self.store, bus=self.bus,
+            settings=ManagerSettings(max_threads=s.max_threads, max_depth=s.max_depth,
+                                     result_max_chars=s.result_max_chars,
+                                     base_prompt=system_prompt if system_prompt is not None else DEFAULT_BASE_PROMPT,
+                                     briefing=s.briefing, default_limits=limits, bash_timeout_s=s.bash_timeout_s),
+            control_factory=ManagerControl,
+        )
+        self._closed = False
+
+    def _resolve(self, spec: Model | str) -> Model:
+        if isinstance(spec, str):
+            provider = spec.partition(":")[0].lower()
+            return resolve_model(spec, self.settings.providers.get(provider, {}))
+        return resolve_model(spec)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every agent still running, flush and close the store."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.manager.shutdown()
+        self.bus.close()
+        self.store.flush()
+        self.store.close()
+
+    # -- running --------------------------------------------------------------------------------
+    async def run(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
+                  model: Model | str | None = None) -> RunResult:
+        """Run a root agent to the end and return its result (limits stop it with partial work)."""
+        node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
+        return await self.manager.wait_one(node)
+
+    def run_sync(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
+                 model: Model | str | None = None) -> RunResult:
+        """:meth:`run` from synchronous code (starts and ends its own event loop)."""
+        async def go() -> RunResult:
+            try:
+                return await self.run(prompt, agent, limits=limits, model=model)
+            finally:
+                await self.manager.shutdown()
+
+        return asyncio.run(go())
+
+    async def spawn(self, prompt: str, agent: str = "general-purpose", *, background: bool = True,
+                    label: str | None = None, limits: Limits | None = None, model: Model | str | None = None,
+                    parent: str | None = None, cleanup: str = "keep") -> AgentHandle:
+        """Start an agent and return its handle at once (``parent``: spawn it as that agent's child)."""
+        node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=background,
+                           label=label, parent=parent, cleanup=cleanup)
+        return AgentHandle(node.id, node.nickname, node.info.agent_type)
+
+    def _spawn(self, *, agent_type: str, prompt: str, limits: Limits | None, model: Model | str | None,
+               background: bool, label: str | None = None, parent: str | None = None, cleanup: str = "keep") -> Any:
+        if self._closed:
+            raise UserError("this Runtime is closed; create a new one")
+        parent_id = None
+        if parent is not None:
+            p = self.manager.find(parent)
+            if p is None:
+                raise SpawnError(f"no agent with id or nickname {parent!r} to spawn under")
+            parent_id = p.id
+        return self.manager.spawn(agent_type=agent_type, prompt=prompt, parent_id=parent_id, limits=limits,
+                                  model=model, background=background, label=label, cleanup=cleanup)
+
+    async def send_input(self, agent_id: str, message: str) -> None:
+        """Deliver ``message`` to a running agent at its next tool boundary."""
+        self.manager.send_input(agent_id, message)
+
+    async def wait(self, agent_ids: Sequence[str] | None = None, timeout: float | None = None) -> dict[str, RunResult]:
+        """Wait for agents (all unfinished ones when ``agent_ids`` is None); unfinished ones are absent."""
+        ids = list(agent_ids) if agent_ids is not None else [
+            n.id for n in self.manager.nodes.values() if not n.status.is_final()]
+        results, _, _ = await self.manager.wait(ids, timeout)
+        return results
+
+    async def close(self, agent_id: str) -> RunResult:
+        """Close an agent and its descendants; returns its (partial) result."""
+        return await self.manager.close(agent_id)
+
+    async def resume(self, agent_id: str, message: str, *, limits: Limits | None = None) -> AgentHandle:
+        """Reopen a finished agent with its whole conversation (queued announcements first)."""
+        node = self.manager.resume(agent_id, message, limits=limits)
+        return AgentHandle(node.id, node.nickname, node.info.agent_type)
+
+    def status(self, agent_id: str) -> Status:
+        s = self.manager.status(agent_id)
+        if s is Status.NOT_FOUND:
+            rec = self.store.get_run(agent_id)
+            if rec is not None:
+                return Status(rec.status)
+        return s
+
+    def result(self, agent_id: str) -> RunResult | None:
+        """The full result of a finished agent (``None`` while it runs or when unknown)."""
+        node = self.manager.find(agent_id)
+        if node is not None:
+            return node.result if node.status.is_final() else None
+        return None
+
+    def runs(self, *, include_archived: bool = False) -> list[RunRecord]:
+        """Run records from the store."""
+        self.store.flush()
+        return self.store.list_runs(include_archived=include_archived)
+
+    def agents(self) -> list[AgentSummary]:
+        """Every agent this runtime started, with its status."""
+        return [AgentSummary(n.id, n.nickname, n.info.agent_type, n.status, n.depth, n.parent_id, n.label)
+                for n in self.manager.nodes.values()]
+
+    # -- shared context -------------------------------------------------------------------------
+    def brief(self, text: str) -> None:
+        """Set the briefing every future sub-agent's system prompt carries."""
+        self.manager.cfg.briefing = text
+
+    def note(self, text: str) -> None:
+        """Append an entry to the shared notepad (future sub-agents see the latest entries)."""
+        self.manager.notepad.append(text)
+
+    def set_model_override(self, agent_type: str, model: Model | str | None) -> None:
+        """Use ``model`` for future spawns of ``agent_type`` (``None`` removes the override)."""
+        self.manager.set_model_override(agent_type, model)
+
+    def events(self) -> AsyncIterator[Event]:
+        """Every event from now on, in order, until the runtime closes."""
+        return self.bus.subscribe()

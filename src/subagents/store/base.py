@@ -1,0 +1,101 @@
+"""The ``Store`` protocol: where run records, transcripts and announcements live.
+
+All methods are synchronous and cheap to call: an implementation may queue writes and commit
+them in groups (the SQLite store does), but it must apply them in call order, and
+:meth:`Store.flush` returns only when everything queued before it is durable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..messages import Message
+
+__all__ = ["AnnouncementRecord", "RunRecord", "Store"]
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One agent run (one record per agent; ``resume`` reopens the same record)."""
+
+    run_id: str
+    agent_id: str
+    nickname: str
+    agent_type: str
+    task: str
+    child_session_key: str = ""
+    requester_session_key: str | None = None
+    parent_id: str | None = None
+    root_id: str | None = None
+    depth: int = 0
+    label: str = ""
+    model: str = ""
+    cleanup: str = "keep"
+    background: bool = False
+    status: str = "pending_init"
+    outcome: str | None = None
+    created_at: float = 0.0
+    started_at: float | None = None
+    ended_at: float | None = None
+    archive_at: float | None = None
+    archived: bool = False
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float | None = None
+    turns: int = 0
+    tool_calls: int = 0
+    truncated: bool = False
+    limit: str | None = None
+    result_text: str | None = None
+    error: str | None = None
+    system_prompt: str = ""
+    limits: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class AnnouncementRecord:
+    """A background child's result waiting to reach its parent (the durable outbox)."""
+
+    id: str                # idempotency key: "<child run id>:<n>"
+    parent_id: str
+    child_id: str
+    text: str
+    created_at: float
+    delivered_at: float | None = None
+
+
+@runtime_checkable
+class Store(Protocol):
+    url: str
+
+    def create_run(self, rec: RunRecord) -> None: ...
+
+    def update_run(self, run_id: str, fields: dict[str, Any]) -> None: ...
+
+    def append_messages(self, run_id: str, start_seq: int, messages: list[Message]) -> None:
+        """Store ``messages`` as transcript entries ``start_seq, start_seq+1, ...`` of ``run_id``."""
+        ...
+
+    def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
+        """Final status and (atomically with it) the announcement for the parent, if any."""
+        ...
+
+    def mark_delivered(self, announcement_id: str, at: float) -> None: ...
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def list_runs(self, *, include_archived: bool = False, status: str | None = None,
+                  root_id: str | None = None) -> list[RunRecord]: ...
+
+    def transcript(self, run_id: str) -> list[Message]: ...
+
+    def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]: ...
+
+    def delete_run(self, run_id: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
