@@ -130,7 +130,7 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
     s = Settings()
     for key in _KEYS:
         s.sources[key] = "default"
-    for path in (user_config_dir(environ) / "config.toml", Path(workdir) / ".subagents" / "config.toml"):
+    for path in (user_config_dir(environ) / "config.toml", Path(workdir).resolve() / ".subagents" / "config.toml"):
         if path.is_file():
             _apply_file(s, path)
     for var, key in ENV_VARS.items():

@@ -194,7 +194,8 @@ class Survey:
     def report(self) -> str:
         scope = "the workspace" if self.scope in (".", "") else f"`{self.scope}`"
         out = [f"# Survey of {scope}", "",
-               f"Written by the `subagents demo` ({DEMO_LABEL}) from the results of {self.calls} real tool calls; "
+               f"Written by the `subagents demo` ({DEMO_LABEL}) from the results of "
+               f"{_n(self.calls, 'real tool call')}; "
                "every fact below can be checked against the directory.", "",
                f"## Entries ({len(self.entries)}, from `list_dir {self.scope}`)", ""]
         out += [f"- {e}" for e in self.entries] or ["(empty)"]
@@ -202,12 +203,13 @@ class Survey:
             out += ["", "Not descended into (hidden or generated): " + ", ".join(f"{d}/" for d in self.skipped)]
         out += ["", f"## Files by extension ({len(self.files)} files)", "", "| extension | files |", "|---|---|"]
         out += [f"| {ext} | {n} |" for ext, n in self.by_extension()]
-        out += ["", f"## TODO / FIXME markers: {len(self.todos)} lines in {len(self.todo_files())} files", ""]
+        out += ["", f"## TODO / FIXME markers: {_n(len(self.todos), 'line')} in {_n(len(self.todo_files()), 'file')}",
+                ""]
         out += [f"- {t}" for t in self.todos[:MAX_LISTED]]
         if len(self.todos) > MAX_LISTED:
             out.append(f"- … and {len(self.todos) - MAX_LISTED} more")
-        out += ["", f"## Python definitions: {self.defs['class']} classes and {self.defs['function']} functions "
-                f"in {len(self.def_files)} files", ""]
+        out += ["", f"## Python definitions: {_n(self.defs['class'], 'class')} and "
+                f"{_n(self.defs['function'], 'function')} in {_n(len(self.def_files), 'file')}", ""]
         if self.readme is not None:
             out += [f"## {self.readme}, first lines", ""] + [f"> {ln}" for ln in self.readme_lines] + [""]
         if self.notes:
@@ -218,9 +220,14 @@ class Survey:
         exts = ", ".join(f"{n} {ext}" for ext, n in self.by_extension()[:4]) or "none"
         first = next((ln.strip() for ln in self.readme_lines if ln.strip()), None)
         readme = f' The README starts with "{first}".' if first else ""
-        return (f"Survey done ({DEMO_LABEL}; {self.calls} real tool calls). {len(self.files)} files ({exts}); "
-                f"{len(self.todos)} TODO/FIXME lines in {len(self.todo_files())} files; "
-                f"{self.defs['class']} Python classes and {self.defs['function']} functions.{readme}")
+        return (f"Survey done ({DEMO_LABEL}; {_n(self.calls, 'real tool call')}). {_n(len(self.files), 'file')} "
+                f"({exts}); {_n(len(self.todos), 'TODO/FIXME line')} in {_n(len(self.todo_files()), 'file')}; "
+                f"{_n(self.defs['class'], 'Python class')} and {_n(self.defs['function'], 'function')}.{readme}")
+
+
+def _n(n: int, what: str) -> str:
+    plural = what + ("es" if what.endswith("ss") else "s")
+    return f"{n} {what if n == 1 else plural}"
 
 
 def _lines(text: str) -> list[str]:

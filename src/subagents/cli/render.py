@@ -63,11 +63,12 @@ class AgentRow:
 
     def line(self) -> str:
         name = self.nickname or self.id[:8]
-        kind = f" [{self.agent_type}]" if self.agent_type else ""
-        tokens = "" if self.tokens is None else f" · {_k(self.tokens)} tokens"
+        kind = f" [{self.agent_type}]" if self.agent_type and not name.startswith(self.agent_type) else ""
         mark = "✓" if self.status == "completed" else "✗" if self.status in ("errored", "shutdown") else "•"
-        return (f"{'  ' * self.depth}{mark} {name}{kind} · turn {self.turns} · {self.tool_calls} tool calls"
-                f"{tokens} · {self.activity}")
+        stats = [f"turn {self.turns}", _n(self.tool_calls, "tool call")]
+        if self.tokens is not None:
+            stats.append(_n(self.tokens, "token"))
+        return f"{'  ' * self.depth}{mark} {name}{kind}: {self.activity}  ({', '.join(stats)})"
 
 
 class Progress:
@@ -103,6 +104,7 @@ class Progress:
         elif ev.kind in ("run_end", "subagent_completed", "subagent_status_changed"):
             r.status = str(d.get("status") or r.status)
             r.turns = int(d.get("turns", r.turns))
+            r.tool_calls = int(d.get("tool_calls", r.tool_calls))
             outcome = d.get("outcome")
             r.activity = f"{r.status}" + (f" ({outcome})" if outcome and outcome != "ok" else "")
 
@@ -178,5 +180,6 @@ def _cut(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _k(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+def _n(n: int, what: str) -> str:
+    count = f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+    return f"{count} {what}{'' if n == 1 else 's'}"

@@ -57,6 +57,10 @@ def run(ctx: click.Context, prompt: str, model_name: str | None, agent: str, cwd
     if model is None:
         click.echo(NO_MODEL_MESSAGE, err=True)
         return 2
+    if isinstance(model, str):
+        from ..models.resolve import parse_model_string
+
+        parse_model_string(model)  # a malformed string is a usage error (exit 2) before anything starts
     limits = Limits(max_turns=max_turns, timeout_s=timeout_s)
     return execute(model, prompt, workdir=cwd, settings=settings, agent=agent, limits=limits, as_json=as_json)
 

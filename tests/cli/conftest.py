@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ENV_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SUBAGENTS_MODEL", "SUBAGENTS_MAX_THREADS",
+            "SUBAGENTS_MAX_DEPTH", "SUBAGENTS_STORE", "NO_COLOR")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clean environment: no provider keys, no user config, the cwd a fresh project directory."""
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    return project
