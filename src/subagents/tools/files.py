@@ -330,17 +330,19 @@ def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
 
 
 def _grep_files(base: Path, glob: str | None) -> Iterator[Path]:
-    """The files ``grep`` searches: ``base`` itself if it is a file, else the files under it matching ``glob``."""
+    """The files ``grep`` searches: ``base`` if it is a file, else the files under it matching ``glob``, sorted."""
     if base.is_file():
         yield base
         return
     file_rx = _glob_regex(glob) if glob else None
     by_name = glob is not None and "/" not in glob
+    found: list[tuple[str, Path]] = []
     for p, is_dir in _walk(base):
-        if is_dir:
-            continue
-        if file_rx is None or file_rx.match(p.name if by_name else p.relative_to(base).as_posix()):
-            yield p
+        rel = p.relative_to(base).as_posix()
+        if not is_dir and (file_rx is None or file_rx.match(p.name if by_name else rel)):
+            found.append((rel, p))
+    found.sort()  # by path, like glob's output
+    yield from (p for _, p in found)
 
 
 def _grep_file(p: Path, rx: re.Pattern[str], rel: str, hits: list[str]) -> None:

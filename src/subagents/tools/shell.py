@@ -178,8 +178,8 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
             await asyncio.wait([out.closed], timeout=PIPE_GRACE_S)
             raise ToolError(
                 f"The command was killed after {limit:g} s because it ran past its timeout; output so far:\n"
-                f"{out.text() or '(no output)'}\n\nPass a larger timeout_s, or run long jobs in the background "
-                "with their output redirected to a file."
+                f"{out.text().rstrip() or '(no output)'}\n\nPass a larger timeout_s, or run long jobs in the "
+                "background with their output redirected to a file."
             ) from None
         done, _ = await asyncio.wait([out.closed], timeout=PIPE_GRACE_S)
         if not done:
@@ -197,4 +197,5 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
             transport.close()
         else:
             pipe.close()
-    return f"{out.text() or '(no output)'}{note}\n{_exit_line(code)}"
+    text = out.text().rstrip("\n") or "(no output)"
+    return f"{text}{note}\n{_exit_line(code)}"
