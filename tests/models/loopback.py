@@ -118,14 +118,15 @@ class Loopback:
         """The base URL for the OpenAI SDK (``.../v1``)."""
         return self.url + "/v1"
 
-    def script(self, path: str, *responses: Response) -> None:
+    def script(self, path: str, *responses: Response | dict[str, Any]) -> None:
+        """Queue responses for ``path``; a plain dict is a 200 JSON reply."""
         with self._lock:
-            self._queues[path].extend(responses)
+            self._queues[path].extend(Reply(r) if isinstance(r, dict) else r for r in responses)
 
-    def anthropic(self, *responses: Response) -> None:
+    def anthropic(self, *responses: Response | dict[str, Any]) -> None:
         self.script(ANTHROPIC_PATH, *responses)
 
-    def openai(self, *responses: Response) -> None:
+    def openai(self, *responses: Response | dict[str, Any]) -> None:
         self.script(OPENAI_PATH, *responses)
 
     def take(self, recorded: Recorded) -> Response:

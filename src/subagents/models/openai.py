@@ -73,17 +73,15 @@ class OpenAIConnection:
     base_url: str | None = None
     timeout_s: float | None = None
     client: AsyncOpenAI | None = None
-
-    @property
-    def compatible(self) -> bool:
-        """True for a compatible server named by base URL (not api.openai.com)."""
-        return self.base_url is not None and "api.openai.com" not in self.base_url
+    compatible: bool = False
+    """A compatible server named by ``openai:<model>@<base_url>`` (a ``base_url`` setting alone is taken
+    as the OpenAI API behind another address, e.g. a proxy)."""
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], base_url: str | None = None) -> OpenAIConnection:
         base = base_url or setting(settings, "base_url", str, "") or None
         key = setting(settings, "api_key", str, "") or os.environ.get("OPENAI_API_KEY") or None
-        if key is None and base is not None and "api.openai.com" not in base:
+        if key is None and base_url is not None:
             key = NO_KEY  # a compatible server named by base URL usually needs no key
         timeout = settings.get("timeout_s")
         return cls(
@@ -91,6 +89,7 @@ class OpenAIConnection:
             base_url=base,
             timeout_s=None if timeout is None else setting(settings, "timeout_s", float, 0.0),
             client=settings.get("client"),
+            compatible=base_url is not None,
         )
 
     def open(self) -> AsyncOpenAI:
@@ -300,11 +299,11 @@ def _server_message(exc: Any) -> str:
     return str(getattr(exc, "message", "") or exc)
 
 
-def _to_model_error(exc: Exception, model: str, base_url: str | None) -> Exception:
+def _to_model_error(exc: Exception, model: str, base_url: str | None, compatible: bool) -> Exception:
     """An SDK exception as :class:`Retryable` (try again) or :class:`ModelError` (give up)."""
     import openai
 
-    provider = PROVIDER if base_url is None else f"OpenAI-compatible server at {base_url}"
+    provider = f"OpenAI-compatible server at {base_url}" if compatible else PROVIDER
     if isinstance(exc, openai.APIConnectionError):
         kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "could not be reached"
         where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
@@ -372,7 +371,7 @@ class OpenAIModel:
         try:
             return await self._call(client, params, request)
         except openai.OpenAIError as e:
-            raise _to_model_error(e, self.model, self.connection.base_url) from e
+            raise _to_model_error(e, self.model, self.connection.base_url, self.connection.compatible) from e
         finally:
             if owned:
                 await client.close()
