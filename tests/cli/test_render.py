@@ -3,6 +3,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from subagents.cli.render import JsonLines, Progress
 from subagents.runtime.events import Event
 
@@ -46,3 +48,16 @@ def test_json_lines() -> None:
     assert json.loads(buf.getvalue()) == {"kind": "tool_end", "agent_id": "a", "nickname": "a", "parent_id": None,
                                           "depth": 0, "ts": 1.0, "tool": "read_file", "call_id": "c",
                                           "is_error": False, "duration_s": 0.1, "output": "é"}
+
+
+def test_live_view_renders_the_rows_without_color(monkeypatch: pytest.MonkeyPatch) -> None:
+
+    from subagents.cli.render import LiveView
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    buf = io.StringIO()
+    with LiveView(buf) as view:
+        view(ev("run_start", "general-purpose-ada", agent_type="general-purpose"))
+        view(ev("run_end", "general-purpose-ada", status="completed", outcome="ok", turns=2))
+    assert "✓ general-purpose-ada: completed  (turn 2, 0 tool calls)" in buf.getvalue()
+    assert "\x1b[3" not in buf.getvalue()  # no color codes
