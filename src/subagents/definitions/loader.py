@@ -147,7 +147,8 @@ def parse_definition_file(path: Path, *, level: str = "project") -> AgentDefinit
         raise DefinitionError(f"{path}: invalid YAML front matter: {e}") from None
     if not isinstance(meta, dict):
         raise DefinitionError(f"{path}: the front matter must be a mapping of keys to values")
-    return parse_definition(meta, m.group(2), source=f"{level}:{path}", default_name=path.stem)
+    source = "builtin" if level == "builtin" else f"{level}:{path}"
+    return parse_definition(meta, m.group(2), source=source, default_name=path.stem)
 
 
 def _load_dir(out: DefinitionSet, directory: Path, level: str) -> None:
@@ -205,9 +206,6 @@ def load_definitions(
     if extensions:
         _load_extensions(out)
     _load_dir(out, BUILTIN_DIR, "builtin")
-    for d in out.by_name.values():
-        if d.source.startswith("builtin:"):
-            d.source = "builtin"
     return out
 
 

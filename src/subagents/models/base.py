@@ -10,7 +10,20 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message, Usage
 
-__all__ = ["AgentInfo", "Model", "ModelRequest", "ModelResponse", "ToolCall", "ToolSpec", "new_call_id"]
+__all__ = [
+    "INVALID_ARGUMENTS_KEY",
+    "AgentInfo",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ToolCall",
+    "ToolSpec",
+    "new_call_id",
+]
+
+# An adapter that receives tool arguments that are not a JSON object passes them as
+# ``{INVALID_ARGUMENTS_KEY: raw_text}``; the tool registry answers the model with a clear error.
+INVALID_ARGUMENTS_KEY = "__invalid_json__"
 
 _counter = itertools.count(1)
 _prefix = os.urandom(4).hex()

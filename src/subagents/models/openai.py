@@ -31,7 +31,7 @@ from ..exceptions import ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, Usage
 from ._retry import Retryable, RetryPolicy, call_with_retries, is_retryable_status, parse_retry_after, setting
 from ._retry import status_error as _status_error
-from .base import ModelRequest, ModelResponse, ToolCall, ToolSpec, new_call_id
+from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolCall, ToolSpec, new_call_id
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -51,7 +51,6 @@ __all__ = [
 PROVIDER = "OpenAI API"
 KEY_HINT = "set OPENAI_API_KEY or [providers.openai] api_key"
 NO_KEY = "not-needed"
-INVALID_ARGUMENTS_KEY = "__invalid_json__"
 TOOL_ERROR_PREFIX = "Error: "
 
 # Our provider-neutral stop reasons (see models/anthropic.py).

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..exceptions import ToolError
 from ..messages import ToolResultBlock, ToolUseBlock
-from ..models.base import AgentInfo, ToolSpec
+from ..models.base import INVALID_ARGUMENTS_KEY, AgentInfo, ToolSpec
 from .paths import Workspace
 from .schema import schema_for_function, validate
 
@@ -244,6 +244,10 @@ class ToolRegistry:
         raw_args: object = call.arguments
         if not isinstance(raw_args, dict):
             return None, f"invalid arguments for tool {call.name!r}: arguments must be a JSON object"
+        if INVALID_ARGUMENTS_KEY in raw_args:
+            raw = str(raw_args[INVALID_ARGUMENTS_KEY])[:500]
+            return None, (f"the arguments of tool {call.name!r} were not valid JSON: {raw!r}; "
+                          "resend the call with the arguments as one JSON object")
         err = validate(call.arguments, t.parameters)
         if err:
             return None, f"invalid arguments for tool {call.name!r}: {err}. Fix the arguments and call it again."

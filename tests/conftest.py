@@ -1,0 +1,28 @@
+"""Suite-wide fixtures: no real provider call can leave this machine, no user config leaks in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+_BLOCKED = "http://127.0.0.1:9/"  # discard port: any accidental provider call fails at once
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SUBAGENTS_MODEL", "SUBAGENTS_MAX_THREADS",
+                "SUBAGENTS_MAX_DEPTH", "SUBAGENTS_STORE", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", _BLOCKED)
+    monkeypatch.setenv("OPENAI_BASE_URL", _BLOCKED)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("HOME", str(home))
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    d = tmp_path / "project"
+    d.mkdir()
+    return d
