@@ -73,7 +73,8 @@ def test_claude_and_qwen_files_rank_just_below_our_folder(levels: tuple[Path, Pa
     write(home / ".claude/agents/reviewer.md", agent_md("reviewer", "home claude"))
     defs = load_definitions(project, user_dir=user, home=home)
     r = defs.get("reviewer")
-    assert r.source.startswith("project:") and r.source.endswith(".claude/agents/reviewer.md")
+    assert r.source.startswith("project:")
+    assert r.source.endswith(".claude/agents/reviewer.md")
     assert (r.tools, r.disallowed_tools, r.max_turns, r.permission_mode, r.model) == (
         ["read_file", "grep", "glob", "bash"], ["write_file"], 7, "plan", "anthropic:claude-haiku-4-5")
     assert r.extra == {"color": "blue"}

@@ -140,7 +140,8 @@ async def test_invalid_json_arguments_reach_the_model_as_a_tool_error(loopback: 
     tool_msg = loopback.bodies(OPENAI_PATH)[1]["messages"][-1]
     assert tool_msg["role"] == "tool"
     assert tool_msg["tool_call_id"] == "call_x"
-    assert tool_msg["content"].startswith("Error: invalid arguments for tool 'lookup'")
+    assert tool_msg["content"] == ("Error: the arguments of tool 'lookup' were not valid JSON: '{\"key\": \"alpha\"'; "
+                                   "resend the call with the arguments as one JSON object")
 
 
 def test_parse_arguments() -> None:
