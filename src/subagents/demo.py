@@ -14,6 +14,7 @@ children, one per directory, by giving each a prompt with a ``scope: <dir>`` lin
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,9 +46,42 @@ def demo_model() -> FunctionModel:
 
 
 def demo_script(request: ModelRequest) -> ModelResponse:
-    """Route to the script for the calling agent (issue 4 adds the coordinator's fan-out here)."""
+    """Route to the script for the calling agent.
+
+    A root agent that may spawn sub-agents coordinates: it fans out one background ``explore``
+    child per directory and merges their findings; read-only agents answer with their report.
+    """
     writes = "write_file" in request.tool_names and request.agent.agent_type != "explore"
+    if writes and request.agent.depth == 0 and {"spawn_agent", "wait"} <= set(request.tool_names):
+        return coordinate(request)
     return survey(request, write_report=writes)
+
+
+def coordinate(request: ModelRequest) -> ModelResponse:
+    """The coordinator's script: list, fan out to explore children, scan the rest, wait, report."""
+    done = finished_calls(request.messages)
+    names = {d.name for d in done}
+    if "list_dir" not in names:
+        return ModelResponse(f"[{DEMO_LABEL}] Listing the workspace before delegating.",
+                             [ToolCall("list_dir", {"path": "."})])
+    s = Survey.from_calls(".", done)
+    if not s.dirs:
+        return survey(request, write_report=True)
+    if "spawn_agent" not in names:
+        spawns = [ToolCall("spawn_agent", {
+            "agent_type": "explore", "description": f"survey {d}", "background": True,
+            "prompt": f"scope: {d}\nSurvey this directory and report what you find."}) for d in s.dirs]
+        own = s.scan_calls(dirs=[])
+        return ModelResponse(f"[{DEMO_LABEL}] Delegating {_n(len(s.dirs), 'directory')} to explore sub-agents "
+                             "in the background; scanning the top-level files myself.", spawns + own)
+    refused = [d for d in done if d.name == "spawn_agent" and d.is_error]
+    if refused and "glob" not in names:
+        dirs = [str(d.arguments["prompt"]).split("\n", 1)[0].removeprefix("scope: ") for d in refused]
+        return ModelResponse(f"[{DEMO_LABEL}] {_n(len(dirs), 'spawn')} refused ({refused[0].output.split(':')[0]}); "
+                             "scanning those directories myself.", s.scan_calls(dirs=dirs, files=False))
+    if "wait" not in names:
+        return ModelResponse(f"[{DEMO_LABEL}] Waiting for the sub-agents.", [ToolCall("wait", {})])
+    return conclude(s, done, write_report=True)
 
 
 # -- what the conversation holds ----------------------------------------------------------------
@@ -89,12 +123,17 @@ def survey(request: ModelRequest, *, write_report: bool) -> ModelResponse:
         if calls:
             return ModelResponse(f"[{DEMO_LABEL}] Scanning {len(s.dirs)} directories and "
                                  f"{len(s.top_files)} files with {len(calls)} read-only tool calls.", calls)
+    return conclude(s, done, write_report=write_report)
+
+
+def conclude(s: Survey, done: list[Done], *, write_report: bool) -> ModelResponse:
+    """The last steps: write the report (or answer with it), then summarise."""
     report = s.report()
-    if write_report and "write_file" not in names:
+    if write_report and not any(d.name == "write_file" for d in done):
         return ModelResponse(f"[{DEMO_LABEL}] Writing the report.",
                              [ToolCall("write_file", {"path": REPORT_PATH, "content": report})])
     if not write_report:
-        return ModelResponse(report)
+        return ModelResponse(f"{report}\n```json\n{json.dumps(s.facts())}\n```\n")
     written = next(d for d in done if d.name == "write_file")
     where = f"Writing the report failed: {written.output}" if written.is_error else f"The report is in {REPORT_PATH}."
     return ModelResponse(f"{s.summary()}\n{where}")
@@ -117,6 +156,7 @@ class Survey:
     readme_lines: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     calls: int = 0
+    delegated: list[str] = field(default_factory=list)
 
     @classmethod
     def from_calls(cls, scope: str, done: list[Done]) -> Survey:
@@ -171,16 +211,36 @@ class Survey:
                 self.readme_lines.append(text)
 
     def _add_other(self, d: Done) -> None:
-        """Tools the survey does not parse (``write_file``) add nothing."""
+        """Tools the survey does not parse (``write_file``, ``spawn_agent``) add nothing."""
 
-    def scan_calls(self) -> list[ToolCall]:
-        """The second turn: glob each directory, grep everything, read the README (all read-only)."""
-        calls = [ToolCall("glob", {"pattern": "**/*", "path": d}) for d in self.dirs]
-        for target in [*self.dirs, *self.top_files]:
+    def _add_wait(self, d: Done) -> None:
+        """Merge the facts each explore child reported (a JSON block after its report)."""
+        for header in re.findall(r"^\[agent (\S+) · id \S+ · \S+ · status (\S+) · outcome (\S+)", d.output, re.M):
+            self.delegated.append(f"{header[0]}: status {header[1]}, outcome {header[2]}")
+        for block in re.findall(r"```json\n(.*?)\n```", d.output, re.S):
+            facts = json.loads(block)
+            self.files += facts["files"]
+            self.todos += facts["todos"]
+            self.defs.update(facts["defs"])
+            self.def_files.update(facts["def_files"])
+            self.notes += facts["notes"]
+            self.calls += facts["calls"]
+
+    def facts(self) -> dict[str, Any]:
+        """What a child hands its coordinator (the report's raw data)."""
+        return {"scope": self.scope, "files": self.files, "todos": self.todos, "defs": dict(self.defs),
+                "def_files": sorted(self.def_files), "notes": self.notes, "calls": self.calls}
+
+    def scan_calls(self, dirs: list[str] | None = None, *, files: bool = True) -> list[ToolCall]:
+        """The scan turn: glob each directory, grep everything, read the README (all read-only)."""
+        dirs = self.dirs if dirs is None else dirs
+        top = self.top_files if files else []
+        calls = [ToolCall("glob", {"pattern": "**/*", "path": d}) for d in dirs]
+        for target in [*dirs, *top]:
             calls.append(ToolCall("grep", {"pattern": TODO_PATTERN, "path": target}))
-        calls += [ToolCall("grep", {"pattern": DEF_PATTERN, "path": d, "glob": "*.py"}) for d in self.dirs]
-        calls += [ToolCall("grep", {"pattern": DEF_PATTERN, "path": f}) for f in self.top_files if f.endswith(".py")]
-        if self.readme is not None:
+        calls += [ToolCall("grep", {"pattern": DEF_PATTERN, "path": d, "glob": "*.py"}) for d in dirs]
+        calls += [ToolCall("grep", {"pattern": DEF_PATTERN, "path": f}) for f in top if f.endswith(".py")]
+        if self.readme is not None and files:
             calls.append(ToolCall("read_file", {"path": self.readme, "limit": 5}))
         return calls
 
@@ -212,6 +272,9 @@ class Survey:
                 f"{_n(self.defs['function'], 'function')} in {_n(len(self.def_files), 'file')}", ""]
         if self.readme is not None:
             out += [f"## {self.readme}, first lines", ""] + [f"> {ln}" for ln in self.readme_lines] + [""]
+        if self.delegated:
+            out += [f"## Delegated to {_n(len(self.delegated), 'sub-agent')} (explore, in the background)", ""]
+            out += [f"- {d}" for d in self.delegated] + [""]
         if self.notes:
             out += ["## Notes", ""] + [f"- {n}" for n in self.notes] + [""]
         return "\n".join(out).rstrip() + "\n"

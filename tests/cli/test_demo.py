@@ -110,3 +110,35 @@ def test_read_only_agent_answers_with_the_report_instead_of_writing(
     assert "## Files by extension (3 files)" in out
     assert "## Python definitions: 1 class and 4 functions in 2 files" in out
     assert not (tree / ".subagents" / "demo-report.md").exists()
+
+
+def test_demo_fans_out_to_explore_children(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--cwd", str(tree), "--json"]) == 0
+    events = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    spawned = [e for e in events if e["kind"] == "subagent_spawned" and e["depth"] == 1]
+    assert sorted(e["label"] for e in spawned) == ["survey docs", "survey src"]
+    assert {e["agent_type"] for e in spawned} == {"explore"}
+    assert all(e["background"] for e in spawned)
+    child_tools = {e["tool"] for e in events if e["kind"] == "tool_start" and e["depth"] == 1}
+    assert child_tools == {"list_dir", "glob", "grep"}  # children only read
+    completed = [e for e in events if e["kind"] == "subagent_completed" and e["depth"] == 1]
+    assert [e["outcome"] for e in completed] == ["ok", "ok"]
+    report = (tree / ".subagents" / "demo-report.md").read_text()
+    assert "## Delegated to 2 sub-agents (explore, in the background)" in report
+    assert re.search(r"- explore-\w+: status completed, outcome ok", report)
+
+
+def test_demo_scans_itself_what_max_threads_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "many"
+    for i in range(6):
+        (root / f"d{i}").mkdir(parents=True)
+        (root / f"d{i}" / "f.py").write_text("def f():  # TODO\n    pass\n")
+    assert main(["demo", "--cwd", str(root), "--json"]) == 0
+    events = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    assert len([e for e in events if e["kind"] == "subagent_spawned" and e["depth"] == 1]) == 4  # max_threads=4
+    own_globs = [e for e in events if e["kind"] == "tool_start" and e["depth"] == 0 and e["tool"] == "glob"]
+    assert len(own_globs) == 2  # the two refused directories were scanned by the coordinator
+    report = (root / ".subagents" / "demo-report.md").read_text()
+    assert "## Files by extension (6 files)" in report
+    assert "## TODO / FIXME markers: 6 lines in 6 files" in report
+    assert "## Python definitions: 0 classes and 6 functions in 6 files" in report
