@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "run": "subagents.cli.run:run",
     "demo": "subagents.cli.demo:demo",
     "config": "subagents.cli.config_cmd:config",
+    "agents": "subagents.cli.agents_cmd:agents",
 }
 
 
