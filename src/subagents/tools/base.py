@@ -23,9 +23,9 @@ import asyncio
 import enum
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from ..exceptions import ToolError
 from ..messages import ToolResultBlock, ToolUseBlock
@@ -160,14 +160,29 @@ class FunctionTool:
         return f"<tool {self.name} ({self.category})>"
 
 
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
 def tool(
-    fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
     category: ToolCategory | str = ToolCategory.EXECUTE,
     inline: bool = False,
-) -> Any:
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    category: ToolCategory | str = ToolCategory.EXECUTE,
+    inline: bool = False,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a typed function into a :class:`FunctionTool` (usable bare or with options).
 
     A first parameter named ``ctx`` (or typed :class:`ToolContext`) receives the tool context and
@@ -178,9 +193,6 @@ def tool(
         return FunctionTool(f, name=name, description=description, category=category, inline=inline)
 
     return wrap(fn) if fn is not None else wrap
-
-
-ToolHook = Callable[[ToolUseBlock], Awaitable[None]]
 
 
 class ToolRegistry:

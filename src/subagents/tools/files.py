@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
 
 from ..exceptions import ToolError
-from .base import FunctionTool, ToolCategory, ToolContext, tool
+from .base import ToolCategory, ToolContext, tool
 from .paths import Workspace
 
 __all__ = ["edit_file", "glob", "grep", "list_dir", "read_file", "write_file"]
@@ -35,8 +34,8 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 _SNIFF_BYTES = 8192
 
 # ``tool(...)`` is typed ``Any``; name the decorators' real type so the tools stay typed.
-_read_tool = cast("Callable[[Callable[..., Any]], FunctionTool]", tool(category=ToolCategory.READ))
-_edit_tool = cast("Callable[[Callable[..., Any]], FunctionTool]", tool(category=ToolCategory.EDIT))
+_read_tool = tool(category=ToolCategory.READ)
+_edit_tool = tool(category=ToolCategory.EDIT)
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -22,12 +22,10 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
 
 from ..exceptions import ToolError
-from .base import FunctionTool, ToolCategory, ToolContext, tool
+from .base import ToolCategory, ToolContext, tool
 
 __all__ = ["KILL_GRACE_S", "OUTPUT_CAP", "bash"]
 
@@ -134,7 +132,7 @@ def _exit_line(code: int) -> str:
 
 
 # ``tool(...)`` is typed ``Any``; name the decorator's real type so the tool stays typed.
-@cast("Callable[[Callable[..., Any]], FunctionTool]", tool(category=ToolCategory.EXECUTE))
+@tool(category=ToolCategory.EXECUTE)
 async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -> str:
     """Run a shell command with /bin/bash in the workspace root and return its output and exit code.
 

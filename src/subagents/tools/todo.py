@@ -7,11 +7,10 @@ it is replaced in place, never rebound.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, TypedDict
 
 from ..exceptions import ToolError
-from .base import FunctionTool, ToolCategory, ToolContext, tool
+from .base import ToolCategory, ToolContext, tool
 
 __all__ = ["TodoItem", "TodoStatus", "render_todos", "todo_write"]
 
@@ -45,7 +44,7 @@ def render_todos(todos: list[dict[str, Any]]) -> str:
 
 # ``todo_write`` touches no file, so read-only agents may plan with it too.  ``inline``: it runs on
 # the event loop, so two calls of one turn never interleave.
-@cast("Callable[[Callable[..., Any]], FunctionTool]", tool(category=ToolCategory.READ, inline=True))
+@tool(category=ToolCategory.READ, inline=True)
 def todo_write(ctx: ToolContext, todos: list[TodoItem]) -> str:
     """Replace your todo list with a new one, to plan multi-step work and track progress.
 
