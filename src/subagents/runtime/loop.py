@@ -134,7 +134,8 @@ class AgentCore:
         self.emit("run_start", agent_type=self.info.agent_type)
         decision = await self._run_with_deadline()
         result = self.result(decision)
-        self.emit("run_end", status=str(result.status), outcome=str(result.outcome), turns=result.turns)
+        self.emit("run_end", status=str(result.status), outcome=str(result.outcome), turns=result.turns,
+                  usage=result.usage.to_dict())
         return result
 
     async def _run_with_deadline(self) -> Final | Stopped:
@@ -161,7 +162,8 @@ class AgentCore:
         except LimitExceeded as e:
             return Stopped(Outcome.LIMIT, e.limit, str(e))
         self.turns += 1
-        self.emit("turn_start", turn=self.turns)
+        if self.bus.active:
+            self.emit("turn_start", turn=self.turns, usage=self.usage.to_dict())
         try:
             response = await self._call_model()
         except ModelError as e:
