@@ -608,3 +608,52 @@ def test_background_spawn_returns_id_at_once(workdir: Path) -> None:
     rt.run_sync("go")
     assert set(outs[0]) == {"agent_id", "nickname", "status", "note"}
     assert outs[0]["nickname"] == "explore-ada"
+
+
+async def test_many_parents_spawning_at_once_never_exceed_max_threads(workdir: Path) -> None:
+    running = 0
+    peak = 0
+    refused = 0
+    release = asyncio.Event()
+
+    async def fn(req: ModelRequest) -> ModelResponse:
+        nonlocal running, peak, refused
+        if req.agent.depth == 2:
+            running += 1
+            peak = max(peak, running)
+            await release.wait()
+            running -= 1
+            return ModelResponse(text="leaf")
+        if req.agent.depth == 1:
+            if len(req.messages) == 1:
+                return ModelResponse(tool_calls=[spawn("explore", f"leaf {i}", background=True) for i in range(10)])
+            refused += sum(1 for r in last_results(req) if r.startswith("max_threads="))
+            return ModelResponse(text="mid done")
+        return ModelResponse(text="root")
+
+    async with runtime(workdir, fn, max_threads=6) as rt:
+        root = await rt.spawn("root", background=False)
+        mids = [await rt.spawn(f"mid {i}", parent=root.id) for i in range(3)]  # 3 slots
+        await rt.wait([m.id for m in mids])
+        assert peak == 3  # 6 slots minus the 3 held by the middle agents while they spawned
+        release.set()
+        await rt.wait()
+        assert rt.manager.running_slots == 0
+    assert refused == 27
+
+
+async def test_wait_any_returns_when_one_is_already_done(workdir: Path) -> None:
+    gate = asyncio.Event()
+
+    async def fn(req: ModelRequest) -> ModelResponse:
+        if "slow" in task_of(req):
+            await gate.wait()
+        return ModelResponse(text="x")
+
+    async with runtime(workdir, fn) as rt:
+        fast = await rt.spawn("fast")
+        await rt.wait([fast.id])
+        slow = await rt.spawn("slow")
+        results, running, timed_out = await rt.manager.wait([fast.id, slow.id], 5, any_=True)
+        assert (list(results), running, timed_out) == ([fast.id], [slow.id], False)
+        gate.set()

@@ -414,7 +414,7 @@ class AgentManager:
         nodes = [self._require(r) for r in refs]
         pending = [n for n in nodes if not n.status.is_final()]
         timed_out = False
-        if pending:
+        if pending and not (any_ and len(pending) < len(nodes)):
             loop = asyncio.get_running_loop()
             fut: asyncio.Future[None] = loop.create_future()
             left = [1 if any_ else len(pending)]
