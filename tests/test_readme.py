@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -25,8 +26,9 @@ def test_readme_python_example_is_the_quickstart() -> None:
 def test_quickstart_runs(tmp_path: Path) -> None:
     for name in ("a.txt", "b.txt", "c.txt"):
         (tmp_path / name).write_text("x")
+    env = {**os.environ, "SUBAGENTS_STORE": "memory://"}  # the default store would add .subagents/ to the count
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=60, check=False, env=env)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "This directory has 3 entries."

@@ -13,6 +13,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A clean environment: no provider keys, no user config, the cwd a fresh project directory."""
     for var in ENV_VARS:
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SUBAGENTS_STORE", "memory://")  # keep .subagents/state.db out of the listed project
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     project = tmp_path / "project"
     project.mkdir()

@@ -3,20 +3,28 @@
 from pathlib import Path
 
 from ..exceptions import ConfigError
-from .base import AnnouncementRecord, RunRecord, Store
+from .base import AnnouncementRecord, Request, RunRecord, Store
 from .memory import MemoryStore
 
-__all__ = ["AnnouncementRecord", "MemoryStore", "RunRecord", "Store", "open_store"]
+__all__ = ["DEFAULT_STORE_URL", "AnnouncementRecord", "MemoryStore", "Request", "RunRecord", "Store", "open_store"]
+
+
+DEFAULT_STORE_URL = "sqlite:///.subagents/state.db"
 
 
 def open_store(url: str | None, workdir: Path) -> Store:
-    """A store for a URL: ``memory://``, or ``sqlite:///path`` (relative paths under ``workdir``)."""
-    if url is None or url in ("memory://", "memory", ":memory:"):
+    """A store for a URL: ``memory://``, or ``sqlite:///path`` (relative paths under ``workdir``).
+
+    No URL means the durable default, :data:`DEFAULT_STORE_URL` under ``workdir``.
+    """
+    if url is None:
+        url = DEFAULT_STORE_URL
+    if url in ("memory://", "memory", ":memory:"):
         return MemoryStore()
     if url.startswith("sqlite://"):
-        from .sqlite import SQLiteStore  # type: ignore[import-not-found,unused-ignore]
+        from .sqlite import SQLiteStore
 
         path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
         p = Path(path)
-        return SQLiteStore(p if p.is_absolute() else workdir / p)  # type: ignore[no-any-return,unused-ignore]
+        return SQLiteStore(p if p.is_absolute() else workdir / p)
     raise ConfigError(f"unknown store URL {url!r}; use 'sqlite:///.subagents/state.db' or 'memory://'")

@@ -7,12 +7,16 @@ them in groups (the SQLite store does), but it must apply them in call order, an
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message
 
-__all__ = ["AnnouncementRecord", "RunRecord", "Store"]
+__all__ = ["FINAL_STATUSES", "AnnouncementRecord", "Request", "RunRecord", "Store"]
+
+#: Statuses after which a run does not change on its own (``Status.is_final`` in the runtime).
+FINAL_STATUSES = frozenset({"completed", "errored", "shutdown"})
 
 
 @dataclass(slots=True)
@@ -50,6 +54,12 @@ class RunRecord:
     error: str | None = None
     system_prompt: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
+    runs: int = 0          # how many times the agent was started (announcement ids are "<run_id>:<runs>")
+    owner: str = ""        # "<host>:<pid>:<token>" of the process whose runtime drives it
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATUSES
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,16 +77,35 @@ class AnnouncementRecord:
     delivered_at: float | None = None
 
 
+@dataclass(slots=True)
+class Request:
+    """A request from another process (``subagents runs cancel|resume``) to the run's owning runtime."""
+
+    id: int
+    run_id: str
+    kind: str              # "cancel" | "resume"
+    message: str
+    created_at: float
+    done_at: float | None = None
+
+
 @runtime_checkable
 class Store(Protocol):
     url: str
+    owner: str  # this process's owner id, stamped on the runs it creates or adopts
 
     def create_run(self, rec: RunRecord) -> None: ...
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None: ...
 
-    def append_messages(self, run_id: str, start_seq: int, messages: list[Message]) -> None:
-        """Store ``messages`` as transcript entries ``start_seq, start_seq+1, ...`` of ``run_id``."""
+    def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
+                        delivered: Sequence[str] = (), at: float = 0.0) -> None:
+        """Store ``messages`` as transcript entries ``start_seq, start_seq+1, ...`` of ``run_id``.
+
+        ``delivered`` names announcements these messages hand to the agent: they are marked
+        delivered (at ``at``) in the same transaction, so a crash can never leave an announcement
+        marked delivered that the agent's transcript does not hold.
+        """
         ...
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
@@ -94,7 +123,33 @@ class Store(Protocol):
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]: ...
 
-    def delete_run(self, run_id: str) -> None: ...
+    def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
+                         ) -> list[AnnouncementRecord]:
+        """Every announcement (delivered or not) of a child and/or to a parent, oldest first."""
+        ...
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove the record, its transcript and its delivered announcements."""
+        ...
+
+    def heartbeat(self, owner: str, at: float) -> None:
+        """Record that ``owner`` (a live runtime) is alive at ``at``."""
+        ...
+
+    def owner_heartbeat(self, owner: str) -> float | None: ...
+
+    def add_request(self, run_id: str, kind: str, message: str, at: float) -> None: ...
+
+    def take_requests(self, owner: str, at: float) -> list[Request]:
+        """Open requests for runs owned by ``owner``, marked done (each is handed out once)."""
+        ...
+
+    def on_commit(self, callback: Callable[[], None]) -> bool:
+        """Call ``callback`` (from any thread) once everything written so far is committed.
+
+        Returns ``False`` without calling it when everything is already durable (nothing to wait for).
+        """
+        ...
 
     def flush(self) -> None: ...
 

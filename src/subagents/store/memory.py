@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message
-from .base import AnnouncementRecord, RunRecord
+from .base import AnnouncementRecord, Request, RunRecord
 
 __all__ = ["MemoryStore"]
 
@@ -19,8 +23,12 @@ class MemoryStore:
         self.runs: dict[str, RunRecord] = {}
         self.transcripts: dict[str, list[Message]] = {}
         self.announcements: dict[str, AnnouncementRecord] = {}
+        self.owner = new_owner_id()
+        self.heartbeats: dict[str, float] = {}
+        self.requests: list[Request] = []
 
     def create_run(self, rec: RunRecord) -> None:
+        rec = dataclasses.replace(rec, owner=rec.owner or self.owner)
         self.runs[rec.run_id] = rec
         self.transcripts.setdefault(rec.run_id, [])
 
@@ -30,15 +38,18 @@ class MemoryStore:
             for k, v in fields.items():
                 setattr(rec, k, v)
 
-    def append_messages(self, run_id: str, start_seq: int, messages: list[Message]) -> None:
+    def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
+                        delivered: Sequence[str] = (), at: float = 0.0) -> None:
         t = self.transcripts.setdefault(run_id, [])
         del t[start_seq:]
         t.extend(messages)
+        for ann_id in delivered:
+            self.mark_delivered(ann_id, at)
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         self.update_run(run_id, fields)
         if announcement is not None:
-            self.announcements.setdefault(announcement.id, announcement)
+            self.announcements.setdefault(announcement.id, dataclasses.replace(announcement))
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
         a = self.announcements.get(announcement_id)
@@ -61,16 +72,50 @@ class MemoryStore:
         return list(self.transcripts.get(run_id, []))
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
-        return sorted((a for a in self.announcements.values()
+        return sorted((dataclasses.replace(a) for a in self.announcements.values()
                        if a.delivered_at is None and (parent_id is None or a.parent_id == parent_id)),
                       key=lambda a: a.created_at)
+
+    def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
+                         ) -> list[AnnouncementRecord]:
+        return sorted((dataclasses.replace(a) for a in self.announcements.values()
+                       if (child_id is None or a.child_id == child_id)
+                       and (parent_id is None or a.parent_id == parent_id)), key=lambda a: a.created_at)
 
     def delete_run(self, run_id: str) -> None:
         self.runs.pop(run_id, None)
         self.transcripts.pop(run_id, None)
+        for k in [k for k, a in self.announcements.items() if a.child_id == run_id and a.delivered_at is not None]:
+            del self.announcements[k]
+
+    def heartbeat(self, owner: str, at: float) -> None:
+        self.heartbeats[owner] = at
+
+    def owner_heartbeat(self, owner: str) -> float | None:
+        return self.heartbeats.get(owner)
+
+    def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
+        self.requests.append(Request(len(self.requests) + 1, run_id, kind, message, at))
+
+    def take_requests(self, owner: str, at: float) -> list[Request]:
+        out = []
+        for r in self.requests:
+            rec = self.runs.get(r.run_id)
+            if r.done_at is None and rec is not None and rec.owner == owner:
+                r.done_at = at
+                out.append(dataclasses.replace(r))
+        return out
+
+    def on_commit(self, callback: Callable[[], None]) -> bool:
+        return False
 
     def flush(self) -> None:
         return None
 
     def close(self) -> None:
         return None
+
+
+def new_owner_id() -> str:
+    """``<host>:<pid>:<token>``: identifies one store-opening process (see :mod:`subagents.runtime.recovery`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

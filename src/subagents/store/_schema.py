@@ -1,0 +1,92 @@
+"""The SQLite store's schema, its version (``PRAGMA user_version``) and the forward migrations.
+
+Version history:
+
+* **1** — ``runs`` (without ``runs``/``owner``), ``transcript``, ``announcements``.
+* **2** — ``runs.runs`` and ``runs.owner`` (restart recovery), ``owners`` (heartbeats of live
+  runtimes), ``requests`` (cancel/resume asked by another process), an index on ``runs.owner``.
+
+A store opened by an older ``subagents`` is migrated forward in one transaction at open; a store
+written by a newer one is refused (never downgraded).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "V1_SCHEMA", "migrate"]
+
+SCHEMA_VERSION = 2
+
+#: The ``runs`` columns, in :class:`~subagents.store.base.RunRecord` field order.
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id", "agent_id", "nickname", "agent_type", "task", "child_session_key", "requester_session_key",
+    "parent_id", "root_id", "depth", "label", "model", "cleanup", "background", "status", "outcome",
+    "created_at", "started_at", "ended_at", "archive_at", "archived", "usage", "cost_usd", "turns",
+    "tool_calls", "truncated", "limit", "result_text", "error", "system_prompt", "limits", "runs", "owner",
+)
+
+V1_SCHEMA = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, nickname TEXT NOT NULL, agent_type TEXT NOT NULL,
+    task TEXT NOT NULL, child_session_key TEXT NOT NULL DEFAULT '', requester_session_key TEXT,
+    parent_id TEXT, root_id TEXT, depth INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '',
+    model TEXT NOT NULL DEFAULT '', cleanup TEXT NOT NULL DEFAULT 'keep', background INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL, outcome TEXT, created_at REAL NOT NULL, started_at REAL, ended_at REAL,
+    archive_at REAL, archived INTEGER NOT NULL DEFAULT 0, usage TEXT NOT NULL DEFAULT '{}', cost_usd REAL,
+    turns INTEGER NOT NULL DEFAULT 0, tool_calls INTEGER NOT NULL DEFAULT 0, truncated INTEGER NOT NULL DEFAULT 0,
+    "limit" TEXT, result_text TEXT, error TEXT, system_prompt TEXT NOT NULL DEFAULT '',
+    limits TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX runs_parent ON runs(parent_id);
+CREATE INDEX runs_root ON runs(root_id);
+CREATE INDEX runs_status ON runs(status);
+CREATE TABLE transcript (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE announcements (
+    id TEXT PRIMARY KEY, parent_id TEXT NOT NULL, child_id TEXT NOT NULL, text TEXT NOT NULL,
+    created_at REAL NOT NULL, delivered_at REAL
+);
+CREATE INDEX announcements_parent ON announcements(parent_id, delivered_at);
+CREATE INDEX announcements_child ON announcements(child_id);
+PRAGMA user_version = 1;
+"""
+
+_V1_TO_V2 = """
+ALTER TABLE runs ADD COLUMN runs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_owner ON runs(owner);
+CREATE TABLE owners (owner TEXT PRIMARY KEY, heartbeat REAL NOT NULL);
+CREATE TABLE requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL,
+    created_at REAL NOT NULL, done_at REAL
+);
+CREATE INDEX requests_open ON requests(done_at, run_id);
+PRAGMA user_version = 2;
+"""
+
+#: ``from version -> script`` that brings a store to ``from version + 1``.
+_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2}
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def migrate(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Bring the database to :data:`SCHEMA_VERSION` inside the caller's transaction.
+
+    Returns ``(version found, version now)``; raises ``ValueError`` for a newer schema.
+    """
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise ValueError(found)
+    if found == 0 and conn.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]:
+        raise LookupError("the file holds tables but no subagents schema version")
+    v = found
+    while v < SCHEMA_VERSION:
+        for stmt in _statements(_MIGRATIONS[v]):
+            conn.execute(stmt)
+        v += 1
+    return found, v

@@ -1,0 +1,450 @@
+"""``SQLiteStore``: the embedded, durable default store (WAL mode, one writer, group commit).
+
+How a write travels:
+
+1. The calling thread (the event loop) snapshots its arguments into a tuple and appends it to
+   a queue — a few microseconds, no I/O, no JSON.
+2. One writer thread takes everything queued, lingers a moment (``linger_s``, 2 ms by default,
+   cut short by :meth:`flush`) so that a busy runtime's writes share a transaction, folds the
+   batch into its net effect (a run created, updated and finished within one batch becomes one
+   ``INSERT``), serializes it and commits it in **one** transaction.  Batches are committed in
+   queue order, so the store applies operations in call order.
+3. After the commit it runs the batch's :meth:`on_commit` callbacks (the runtime publishes the
+   events that announce status changes from there — see ``docs/durability.md``).
+
+``synchronous=NORMAL`` in WAL mode: a committed batch survives the process being killed; an OS
+crash or power loss may lose the last batches (``durable=True`` selects ``synchronous=FULL``).
+
+Reads use their own connection and see what is committed; call :meth:`flush` first when a read
+must see this process's own recent writes.  A writer failure is kept and raised (as
+:class:`~subagents.exceptions.StoreError`) by every later call — it never vanishes.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import StoreError
+from ..messages import Message, message_from_dict, message_to_dict
+from ._schema import RUN_COLUMNS, SCHEMA_VERSION, migrate
+from .base import AnnouncementRecord, Request, RunRecord
+from .memory import new_owner_id
+
+__all__ = ["SQLiteStore"]
+
+_JSON_COLS = frozenset({"usage", "limits"})
+_BOOL_COLS = frozenset({"background", "archived", "truncated"})
+_RUN_FIELDS = frozenset(RUN_COLUMNS)
+_COLS_SQL = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
+_INSERT_RUN = f"INSERT OR REPLACE INTO runs ({_COLS_SQL}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})"
+_ANN_COLS = "id, parent_id, child_id, text, created_at, delivered_at"
+
+# queue op codes
+_CREATE, _UPDATE, _APPEND, _FINISH, _DELIVER, _DELETE, _SQL, _CALL, _FLUSH, _STOP = range(10)
+
+
+def _col_value(name: str, v: Any) -> Any:
+    if name in _JSON_COLS:
+        return json.dumps(v, separators=(",", ":"))
+    if name in _BOOL_COLS:
+        return int(bool(v))
+    return v
+
+
+def _record_row(rec: RunRecord) -> tuple[Any, ...]:
+    return tuple(_col_value(c, getattr(rec, c)) for c in RUN_COLUMNS)
+
+
+def _record_from_row(row: Sequence[Any]) -> RunRecord:
+    d: dict[str, Any] = {}
+    for c, v in zip(RUN_COLUMNS, row, strict=True):
+        if c in _JSON_COLS:
+            v = json.loads(v) if v else {}
+        elif c in _BOOL_COLS:
+            v = bool(v)
+        d[c] = v
+    return RunRecord(**d)
+
+
+def _error(path: Path, e: BaseException, doing: str) -> StoreError:
+    """A :class:`StoreError` naming the file, what went wrong and what to do."""
+    msg = str(e)
+    low = msg.lower()
+    if "locked" in low or "busy" in low:
+        return StoreError(
+            f"the run store {path} is locked by another process ({msg}) while {doing}; stop the other "
+            "subagents process that holds it, or point [store] url at another file")
+    if "not a database" in low or "malformed" in low or "corrupt" in low:
+        return StoreError(
+            f"the run store {path} is corrupt or not a SQLite database ({msg}); move it aside "
+            f"(mv {path} {path}.bad) to start a new store, or restore it from a backup")
+    if "readonly" in low or "unable to open" in low or "permission" in low or "disk i/o" in low \
+            or isinstance(e, OSError):
+        return StoreError(
+            f"the run store {path} cannot be written ({msg}) while {doing}; check the permissions and free "
+            "space of the file and its directory, or point [store] url at a writable path")
+    return StoreError(f"the run store {path} failed while {doing} ({msg}); run 'subagents runs list' to check it, "
+                      "or point [store] url at another file")
+
+
+class SQLiteStore:
+    """A :class:`~subagents.store.base.Store` in one SQLite file.  See the module docstring."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 5.0, linger_s: float = 0.002,
+                 durable: bool = False) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self.owner = new_owner_id()
+        self.migrated_from: int = SCHEMA_VERSION
+        self._linger = linger_s
+        self._queue: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._wake = threading.Condition(threading.Lock())
+        self._hurry = threading.Event()
+        self._error: StoreError | None = None
+        self._closed = False
+        self._read_lock = threading.Lock()
+        self._wconn = self._open(timeout, durable)
+        try:
+            self._rconn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._rconn.execute("PRAGMA query_only=1")
+        except sqlite3.Error as e:
+            self._wconn.close()
+            raise _error(self.path, e, "opening it for reading") from None
+        self._thread = threading.Thread(target=self._writer, name=f"subagents-store:{self.path.name}", daemon=True)
+        self._thread.start()
+
+    # -- opening --------------------------------------------------------------------------------
+    def _open(self, timeout: float, durable: bool) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the directory of the run store {self.path} ({e}); create it, "
+                             "or point [store] url at a writable path") from None
+        try:
+            conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise _error(self.path, e, "opening it") from None
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found, _ = migrate(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            self.migrated_from = found
+        except ValueError as e:
+            conn.close()
+            raise StoreError(f"the run store {self.path} has schema version {e.args[0]}, newer than the "
+                             f"{SCHEMA_VERSION} this subagents understands; upgrade subagents, "
+                             "or point [store] url at another file") from None
+        except LookupError:
+            conn.close()
+            raise StoreError(f"the run store {self.path} is a SQLite database but not a subagents store; "
+                             "point [store] url at another file") from None
+        except sqlite3.Error as e:
+            conn.close()
+            raise _error(self.path, e, "opening it") from None
+        return conn
+
+    # -- the calling side: snapshot, enqueue, return -------------------------------------------
+    def _put(self, op: tuple[Any, ...]) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            raise StoreError(f"the run store {self.path} is closed; open a new Runtime to use it")
+        self._queue.append(op)
+        if len(self._queue) == 1:
+            with self._wake:
+                self._wake.notify()
+
+    def create_run(self, rec: RunRecord) -> None:
+        rec = dataclasses.replace(rec, owner=rec.owner or self.owner, usage=dict(rec.usage), limits=dict(rec.limits))
+        self._put((_CREATE, rec))
+
+    def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
+        self._check_fields(fields)
+        self._put((_UPDATE, run_id, dict(fields)))
+
+    def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
+                        delivered: Sequence[str] = (), at: float = 0.0) -> None:
+        self._put((_APPEND, run_id, start_seq, tuple(messages), tuple(delivered), at))
+
+    def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
+        self._check_fields(fields)
+        ann = None if announcement is None else dataclasses.replace(announcement)
+        self._put((_FINISH, run_id, dict(fields), ann))
+
+    def mark_delivered(self, announcement_id: str, at: float) -> None:
+        self._put((_DELIVER, announcement_id, at))
+
+    def delete_run(self, run_id: str) -> None:
+        self._put((_DELETE, run_id))
+
+    def heartbeat(self, owner: str, at: float) -> None:
+        self._put((_SQL, "INSERT OR REPLACE INTO owners (owner, heartbeat) VALUES (?, ?)", (owner, at)))
+
+    def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
+        self._put((_SQL, "INSERT INTO requests (run_id, kind, message, created_at) VALUES (?, ?, ?, ?)",
+                   (run_id, kind, message, at)))
+
+    def on_commit(self, callback: Callable[[], None]) -> bool:
+        self._put((_CALL, callback))
+        return True
+
+    def flush(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            return
+        done = threading.Event()
+        self._put((_FLUSH, done))
+        self._hurry.set()
+        while not done.wait(0.5):
+            if not self._thread.is_alive():
+                break
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._queue.append((_STOP,))
+            self._hurry.set()
+            with self._wake:
+                self._wake.notify()
+            self._thread.join()
+            self._wconn.close()
+            self._rconn.close()
+
+    @staticmethod
+    def _check_fields(fields: dict[str, Any]) -> None:
+        for k in fields:
+            if k not in _RUN_FIELDS or k == "run_id":
+                raise StoreError(f"unknown run record field {k!r}; the fields are those of RunRecord")
+
+    # -- reads ----------------------------------------------------------------------------------
+    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            raise StoreError(f"the run store {self.path} is closed; open a new Runtime to use it")
+        try:
+            with self._read_lock:
+                return self._rconn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as e:
+            raise _error(self.path, e, "reading it") from None
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        rows = self._read(f"SELECT {_COLS_SQL} FROM runs WHERE run_id = ?", (run_id,))
+        return _record_from_row(rows[0]) if rows else None
+
+    def list_runs(self, *, include_archived: bool = False, status: str | None = None,
+                  root_id: str | None = None) -> list[RunRecord]:
+        where, params = [], []
+        if not include_archived:
+            where.append("archived = 0")
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if root_id is not None:
+            where.append("(root_id = ? OR run_id = ?)")
+            params += [root_id, root_id]
+        cond = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._read(f"SELECT {_COLS_SQL} FROM runs{cond} ORDER BY created_at, rowid", params)
+        return [_record_from_row(r) for r in rows]
+
+    def transcript(self, run_id: str) -> list[Message]:
+        rows = self._read("SELECT message FROM transcript WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [message_from_dict(json.loads(r[0])) for r in rows]
+
+    def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
+        cond, params = ("AND parent_id = ?", (parent_id,)) if parent_id is not None else ("", ())
+        rows = self._read(f"SELECT {_ANN_COLS} FROM announcements WHERE delivered_at IS NULL {cond} "
+                          "ORDER BY created_at, rowid", params)
+        return [AnnouncementRecord(*r) for r in rows]
+
+    def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
+                         ) -> list[AnnouncementRecord]:
+        rows = self._read(f"SELECT {_ANN_COLS} FROM announcements WHERE (?1 IS NULL OR child_id = ?1) "
+                          "AND (?2 IS NULL OR parent_id = ?2) ORDER BY created_at, rowid", (child_id, parent_id))
+        return [AnnouncementRecord(*r) for r in rows]
+
+    def owner_heartbeat(self, owner: str) -> float | None:
+        rows = self._read("SELECT heartbeat FROM owners WHERE owner = ?", (owner,))
+        return float(rows[0][0]) if rows else None
+
+    def take_requests(self, owner: str, at: float) -> list[Request]:
+        """Hand out open requests for this owner's runs (once each: marked done in the same call)."""
+        self.flush()
+        rows = self._read("SELECT q.id, q.run_id, q.kind, q.message, q.created_at FROM requests q JOIN runs r "
+                          "ON r.run_id = q.run_id WHERE q.done_at IS NULL AND r.owner = ? ORDER BY q.id", (owner,))
+        if rows:
+            ids = [(at, r[0]) for r in rows]
+            self._put((_SQL, "UPDATE requests SET done_at = ? WHERE id = ? AND done_at IS NULL", ids, True))
+        return [Request(*r) for r in rows]
+
+    # -- the writer thread ----------------------------------------------------------------------
+    def _writer(self) -> None:
+        q = self._queue
+        while True:
+            with self._wake:
+                while not q:
+                    self._wake.wait()
+            if self._linger and not self._hurry.is_set():
+                self._hurry.wait(self._linger)
+            self._hurry.clear()
+            batch = []
+            while q:
+                batch.append(q.popleft())
+            if self._error is None:
+                self._commit_or_fail(batch)
+            for op in batch:  # flush waiters and commit callbacks run even after a failure
+                if op[0] == _FLUSH:
+                    op[1].set()
+                elif op[0] == _CALL:
+                    with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
+                        op[1]()
+            if any(op[0] == _STOP for op in batch):
+                return
+
+    def _commit_or_fail(self, batch: list[tuple[Any, ...]]) -> None:
+        try:
+            self._commit(batch)
+        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
+            self._error = _error(self.path, e, "writing to it")
+            with contextlib.suppress(sqlite3.Error):
+                self._wconn.execute("ROLLBACK")
+
+    def _commit(self, batch: list[tuple[Any, ...]]) -> None:
+        plan = _Plan()
+        for op in batch:
+            plan.add(op)
+        if plan.empty():
+            return
+        c = self._wconn
+        c.execute("BEGIN IMMEDIATE")
+        plan.apply(c)
+        c.execute("COMMIT")
+
+
+class _Plan:
+    """The net effect of one batch, applied in a fixed order that gives the same result as the ops in order."""
+
+    __slots__ = ("anns", "delete", "delivered", "inserts", "sql", "trans", "updates")
+
+    def __init__(self) -> None:
+        self.delete: list[str] = []
+        self.inserts: dict[str, RunRecord] = {}
+        self.updates: dict[str, dict[str, Any]] = {}
+        self.trans: dict[str, list[Any]] = {}  # run id -> [lowest seq written, next seq, {seq: message}]
+        self.anns: dict[str, AnnouncementRecord] = {}
+        self.delivered: dict[str, float] = {}
+        self.sql: list[tuple[Any, ...]] = []
+
+    def empty(self) -> bool:
+        return not (self.delete or self.inserts or self.updates or self.trans or self.anns or self.delivered
+                    or self.sql)
+
+    def add(self, op: tuple[Any, ...]) -> None:
+        code = op[0]
+        if code == _CREATE:
+            rec: RunRecord = op[1]
+            self.inserts[rec.run_id] = rec
+            self.updates.pop(rec.run_id, None)
+        elif code in (_UPDATE, _FINISH):
+            self._update(op[1], op[2])
+            if code == _FINISH and op[3] is not None:
+                ann: AnnouncementRecord = op[3]
+                self.anns.setdefault(ann.id, ann)
+        elif code == _APPEND:
+            _, run_id, start, msgs, delivered, at = op
+            self._append(run_id, start, msgs)
+            for ann_id in delivered:
+                self._deliver(ann_id, at)
+        elif code == _DELIVER:
+            self._deliver(op[1], op[2])
+        elif code == _DELETE:
+            run_id = op[1]
+            self.inserts.pop(run_id, None)
+            self.updates.pop(run_id, None)
+            self.trans.pop(run_id, None)
+            self.delete.append(run_id)
+        elif code == _SQL:
+            self.sql.append(op)
+
+    def _append(self, run_id: str, start: int, msgs: tuple[Message, ...]) -> None:
+        t = self.trans.get(run_id)
+        if t is None:
+            t = self.trans[run_id] = [start, start, {}]
+        tail: dict[int, Message] = t[2]
+        if start < t[1]:  # rewriting the tail (rare): drop what it replaces
+            for k in [k for k in tail if k >= start]:
+                del tail[k]
+            t[0] = min(t[0], start)
+        for i, m in enumerate(msgs):
+            tail[start + i] = m
+        t[1] = start + len(msgs)
+
+    def _update(self, run_id: str, fields: dict[str, Any]) -> None:
+        rec = self.inserts.get(run_id)
+        if rec is not None:
+            for k, v in fields.items():
+                setattr(rec, k, v)
+        else:
+            self.updates.setdefault(run_id, {}).update(fields)
+
+    def _deliver(self, ann_id: str, at: float) -> None:
+        ann = self.anns.get(ann_id)
+        if ann is not None:
+            if ann.delivered_at is None:
+                ann.delivered_at = at
+        else:
+            self.delivered.setdefault(ann_id, at)
+
+    def apply(self, c: sqlite3.Connection) -> None:
+        if self.delete:
+            ids = [(r,) for r in self.delete]
+            c.executemany("DELETE FROM runs WHERE run_id = ?", ids)
+            c.executemany("DELETE FROM transcript WHERE run_id = ?", ids)
+            c.executemany("DELETE FROM announcements WHERE child_id = ? AND delivered_at IS NOT NULL", ids)
+        if self.inserts:
+            c.executemany(_INSERT_RUN, [_record_row(r) for r in self.inserts.values()])
+        for run_id, fields in self.updates.items():
+            sets = ", ".join(f'"{k}" = ?' for k in fields)
+            c.execute(f"UPDATE runs SET {sets} WHERE run_id = ?",
+                      [*(_col_value(k, v) for k, v in fields.items()), run_id])
+        if self.trans:
+            c.executemany("DELETE FROM transcript WHERE run_id = ? AND seq >= ?",
+                          [(r, t[0]) for r, t in self.trans.items()])
+            dumps = json.dumps
+            c.executemany("INSERT OR REPLACE INTO transcript (run_id, seq, message) VALUES (?, ?, ?)",
+                          [(r, seq, dumps(message_to_dict(m), ensure_ascii=False, separators=(",", ":")))
+                           for r, t in self.trans.items() for seq, m in t[2].items()])
+        if self.anns:
+            c.executemany(f"INSERT OR IGNORE INTO announcements ({_ANN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+                          [(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
+                           for a in self.anns.values()])
+        if self.delivered:
+            c.executemany("UPDATE announcements SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
+                          [(at, i) for i, at in self.delivered.items()])
+        for op in self.sql:
+            if len(op) > 3:
+                c.executemany(op[1], op[2])
+            else:
+                c.execute(op[1], op[2])
+
