@@ -1,0 +1,56 @@
+"""The public face of the package: ``subagents.__all__`` is pinned, and every docstring example runs."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import subagents
+
+PUBLIC = [
+    "AgentDefinition", "AgentHandle", "AgentSummary", "ConfigError", "DefinitionError", "Event", "LimitExceeded",
+    "Limits", "Message", "ModelError", "Outcome", "RunError", "RunResult", "Runtime", "SpawnError", "Status",
+    "StoreError", "SubagentsError", "TextBlock", "Tool", "ToolCategory", "ToolContext", "ToolError",
+    "ToolResultBlock", "ToolUseBlock", "Usage", "UserError", "__version__", "tool",
+]
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(subagents.__all__) == sorted(PUBLIC)
+    for name in subagents.__all__:
+        assert getattr(subagents, name) is not None
+
+
+def test_models_public_names() -> None:
+    import subagents.models as m
+
+    assert sorted(m.__all__) == sorted([
+        "AgentInfo", "FunctionModel", "Model", "ModelRequest", "ModelResponse", "ToolCall", "ToolSpec",
+        "new_call_id", "parse_model_string", "resolve_model"])
+
+
+DOC_MODULES = [
+    "subagents", "subagents.messages", "subagents.runtime.limits", "subagents.runtime.inbox",
+    "subagents.runtime.runtime", "subagents.tools.base", "subagents.models.function",
+    "subagents.definitions.model",
+]
+
+
+@pytest.mark.parametrize("module", DOC_MODULES)
+def test_docstring_examples_run(module: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
+
+
+def test_import_loads_no_provider_sdk_and_no_rich() -> None:
+    code = ("import sys, subagents, subagents.models; "
+            "bad = [m for m in ('anthropic', 'openai', 'rich', 'yaml', 'httpx') if m in sys.modules]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
