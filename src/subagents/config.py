@@ -32,7 +32,7 @@ from typing import Any
 
 from .exceptions import ConfigError
 
-__all__ = ["ENV_VARS", "PROVIDERS", "Settings", "load_settings", "mask_secret", "user_config_dir"]
+__all__ = ["ENV_VARS", "NO_MODEL_HELP", "PROVIDERS", "Settings", "load_settings", "mask_secret", "user_config_dir"]
 
 PROVIDERS = ("anthropic", "openai")
 
@@ -64,6 +64,21 @@ ENV_VARS: dict[str, str] = {
     "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
     "OPENAI_API_KEY": "providers.openai.api_key",
 }
+
+
+NO_MODEL_HELP = """\
+no model is configured.
+Configure one in any of these ways:
+  Anthropic:    export ANTHROPIC_API_KEY=...  and pass  --model anthropic:claude-sonnet-4-5
+  OpenAI:       export OPENAI_API_KEY=...     and pass  --model openai:gpt-4.1
+  Local server (Ollama, vLLM, llama.cpp, LM Studio; OpenAI-compatible):
+                --model openai:<model>@http://localhost:11434/v1
+  A default for every run: put
+                [model]
+                default = "anthropic:claude-sonnet-4-5"
+                in .subagents/config.toml, or export SUBAGENTS_MODEL=anthropic:claude-sonnet-4-5
+To try subagents offline first, without any model or key, run:  subagents demo"""
+"""What to do when no model is configured (the CLI and ``Runtime`` both say it)."""
 
 
 def user_config_dir(env: Mapping[str, str] | None = None) -> Path:

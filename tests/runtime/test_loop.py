@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from procutil import all_dead
 from subagents import Limits, Outcome, Status, Usage, tool
 from subagents.messages import Message, ToolResultBlock
 from subagents.models import AgentInfo, FunctionModel, ModelRequest, ModelResponse, ToolCall
@@ -165,26 +165,8 @@ async def test_timeout_kills_a_hanging_bash_and_its_process_group(workdir: Path)
     assert time.monotonic() - t0 < 5
     assert (r.outcome, r.limit, r.text, r.truncated) == (Outcome.TIMEOUT, "timeout_s", "starting", True)
     pids = [int(p) for p in pidfile.read_text().split()]
-    assert _all_dead(pids)
+    assert all_dead(pids)
 
-
-def _all_dead(pids: list[int], timeout: float = 5.0) -> bool:
-    """True once no pid is alive (zombies count as dead); polls the process table for up to ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 async def test_timeout_while_the_model_hangs(workdir: Path) -> None:

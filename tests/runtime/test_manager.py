@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from procutil import all_dead
 from subagents import Limits, Outcome, Runtime, SpawnError, Status, Usage
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.events import Event
@@ -359,26 +358,8 @@ async def test_close_cascades_to_grandchildren_and_kills_bash(workdir: Path) -> 
         assert rt.result(leaf.id).text == "leaf partial"
         assert rt.manager.running_slots == 0
         assert root.outcome is Outcome.OK
-    assert _all_dead([pid])
+    assert all_dead([pid])
 
-
-def _all_dead(pids: list[int], timeout: float = 5.0) -> bool:
-    """True once no pid is alive (zombies count as dead); polls the process table for up to ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 async def test_resume_keeps_the_full_conversation(workdir: Path) -> None:

@@ -15,20 +15,11 @@ if TYPE_CHECKING:
     from ..runtime.limits import Limits
     from ..runtime.result import RunResult
 
+from ..config import NO_MODEL_HELP
+
 __all__ = ["NO_MODEL_MESSAGE", "execute", "run"]
 
-NO_MODEL_MESSAGE = """\
-error: no model is configured.
-Configure one in any of these ways:
-  Anthropic:    export ANTHROPIC_API_KEY=...  and pass  --model anthropic:claude-sonnet-4-5
-  OpenAI:       export OPENAI_API_KEY=...     and pass  --model openai:gpt-4.1
-  Local server (Ollama, vLLM, llama.cpp, LM Studio; OpenAI-compatible):
-                --model openai:<model>@http://localhost:11434/v1
-  A default for every run: put
-                [model]
-                default = "anthropic:claude-sonnet-4-5"
-                in .subagents/config.toml, or export SUBAGENTS_MODEL=anthropic:claude-sonnet-4-5
-To try subagents offline first, without any model or key, run:  subagents demo"""
+NO_MODEL_MESSAGE = "error: " + NO_MODEL_HELP
 
 
 @click.command()

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings, load_settings
+from ..config import NO_MODEL_HELP, Settings, load_settings
 from ..definitions.loader import DefinitionSet, load_definitions
 from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, SpawnError, UserError
 from ..models.base import Model
 from ..models.pricing import set_price_overrides
-from ..models.resolve import ACCEPTED_FORMS, resolve_model
+from ..models.resolve import resolve_model
 from ..store import RunRecord, Store, open_store
 from ..tools.agents import AGENT_TOOLS
 from ..tools.base import Tool, as_tools
@@ -38,16 +38,6 @@ from .status import Status
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
-NO_MODEL_HELP = (
-    "no model is configured. Configure one of:\n"
-    "  - Claude:  export ANTHROPIC_API_KEY=...  and pass --model anthropic:claude-sonnet-4-5\n"
-    "  - OpenAI:  export OPENAI_API_KEY=...     and pass --model openai:gpt-4.1\n"
-    "  - a local OpenAI-compatible server (Ollama, vLLM, llama.cpp): --model openai:<model>@http://localhost:11434/v1\n"
-    "  - a default for every run: [model] default = \"anthropic:claude-sonnet-4-5\" in .subagents/config.toml,\n"
-    "    or the environment variable SUBAGENTS_MODEL\n"
-    f"Accepted model strings:\n  {ACCEPTED_FORMS}\n"
-    "To try subagents without any model, run the offline demo: subagents demo"
-)
 
 
 @dataclass(slots=True, frozen=True)
