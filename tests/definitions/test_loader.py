@@ -38,7 +38,7 @@ def levels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path,
           "AGENTS = [AgentDefinition('shared', 'ext', 'from extension'), AgentDefinition('explore', 'ext', 'x')]\n")
     monkeypatch.syspath_prepend(str(ext_mod))
     ep = metadata.EntryPoint("myext", "myext_agents:AGENTS", "subagents.agents")
-    monkeypatch.setattr(loader_mod.metadata, "entry_points", lambda group: [ep] if group == "subagents.agents" else [])
+    monkeypatch.setattr(loader_mod, "_entry_points", lambda group: [ep] if group == "subagents.agents" else [])
     yield project, user, home
     sys.modules.pop("myext_agents", None)
 

@@ -13,11 +13,9 @@ A file that fails to parse adds a warning naming the file and the problem; the o
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +23,6 @@ from ..exceptions import DefinitionError
 from .model import MODEL_ALIASES, AgentDefinition
 
 __all__ = ["DefinitionSet", "load_definitions", "parse_definition", "parse_definition_file"]
-
-log = logging.getLogger("subagents.definitions")
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 
@@ -160,11 +156,23 @@ def _load_dir(out: DefinitionSet, directory: Path, level: str) -> None:
         except (DefinitionError, OSError, UnicodeDecodeError) as e:
             msg = str(e) if str(path) in str(e) else f"{path}: {e}"
             out.warnings.append(f"skipped agent definition {msg}")
-            log.warning("skipped agent definition %s", msg)
+            _log_warning(f"skipped agent definition {msg}")
+
+
+def _log_warning(message: str) -> None:
+    import logging  # lazy: logging costs ~10 ms of import time and is only needed here
+
+    logging.getLogger("subagents.definitions").warning("%s", message)
+
+
+def _entry_points(group: str) -> list[Any]:
+    from importlib import metadata  # lazy: ~20 ms of import time
+
+    return list(metadata.entry_points(group=group))
 
 
 def _load_extensions(out: DefinitionSet) -> None:
-    for ep in metadata.entry_points(group="subagents.agents"):
+    for ep in _entry_points("subagents.agents"):
         try:
             obj = ep.load()
             if callable(obj) and not isinstance(obj, type):
@@ -180,7 +188,7 @@ def _load_extensions(out: DefinitionSet) -> None:
                 out.add(d)
         except Exception as e:
             out.warnings.append(f"skipped agent extension {ep.name!r} ({ep.value}): {type(e).__name__}: {e}")
-            log.warning("skipped agent extension %s: %s", ep.name, e)
+            _log_warning(out.warnings[-1])
 
 
 def load_definitions(
