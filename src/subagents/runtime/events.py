@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "EventBus", "EventCallback"]
+__all__ = ["Event", "EventBus", "EventCallback", "Gate"]
 
 
 @dataclass(slots=True)
@@ -53,12 +53,44 @@ class _Subscription:
 class EventBus:
     """Fan-out of events to subscribers (async iterators) and callbacks, in publish order."""
 
-    __slots__ = ("_callbacks", "_subs", "active")
+    __slots__ = ("_callbacks", "_held", "_subs", "active")
 
     def __init__(self) -> None:
         self._subs: list[_Subscription] = []
         self._callbacks: list[EventCallback] = []
+        self._held: collections.deque[Event | Gate] = collections.deque()
         self.active = False
+
+    # -- gates: "publish nothing past this point until the store has committed" ------------------
+    def gate(self) -> Gate:
+        """Hold every event published from now on (in order) until :meth:`open` is called for this gate.
+
+        The manager puts a gate before each status event and asks the store to open it once the
+        status is committed (``Gate.open_threadsafe`` from the store's writer thread), so no one
+        sees a status the store does not hold — while the caller never waits for the disk.
+        """
+        g = Gate(self, asyncio.get_running_loop())
+        self._held.append(g)
+        return g
+
+    def open(self, g: Gate) -> None:
+        g.is_open = True
+        q = self._held
+        while q:
+            x = q[0]
+            if type(x) is Gate:
+                if not x.is_open:
+                    return
+                q.popleft()
+            else:
+                q.popleft()
+                self._deliver(x)  # type: ignore[arg-type]
+
+    def _release_all(self) -> None:
+        held, self._held = self._held, collections.deque()
+        for x in held:
+            if type(x) is not Gate:
+                self._deliver(x)  # type: ignore[arg-type]
 
     def _refresh(self) -> None:
         self.active = bool(self._subs or self._callbacks)
@@ -76,13 +108,20 @@ class EventBus:
         return off
 
     def publish(self, ev: Event) -> None:
+        if self._held:
+            self._held.append(ev)
+            return
+        self._deliver(ev)
+
+    def _deliver(self, ev: Event) -> None:
         for cb in self._callbacks:
             cb(ev)
         for s in self._subs:
             s.push(ev)
 
     def close(self) -> None:
-        """End every subscription (their iterators stop after draining)."""
+        """End every subscription (their iterators stop after draining); held events are delivered first."""
+        self._release_all()
         for s in self._subs:
             s.closed = True
             if s.waiter is not None and not s.waiter.done():
@@ -109,3 +148,18 @@ class EventBus:
             if sub in self._subs:
                 self._subs.remove(sub)
                 self._refresh()
+
+
+class Gate:
+    """A point in the event stream that holds later events until it is opened (see :meth:`EventBus.gate`)."""
+
+    __slots__ = ("bus", "is_open", "loop")
+
+    def __init__(self, bus: EventBus, loop: asyncio.AbstractEventLoop) -> None:
+        self.bus = bus
+        self.loop = loop
+        self.is_open = False
+
+    def open_threadsafe(self) -> None:
+        """Open the gate from any thread (the store's writer calls this after its commit)."""
+        self.loop.call_soon_threadsafe(self.bus.open, self)

@@ -95,6 +95,8 @@ class AgentManager:
         self.nicknames = NicknamePool()
         self._models: dict[str, Model] = {}
         self._todos: dict[str, list[dict[str, Any]]] = {}
+        self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
+        self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
         self.control = control_factory(self) if control_factory is not None else None
         self._spawn_tools = {t.name for t in self.tools if t.category is ToolCategory.AGENT}
 
@@ -179,6 +181,7 @@ class AgentManager:
         if parent is not None:
             parent.children.append(node.id)
         self._record(node)
+        self._commit_point()
         self._emit(node, "subagent_spawned", agent_type=node.info.agent_type, label=node.label,
                    background=node.background, model=node.model_name)
         node.task = asyncio.get_running_loop().create_task(self._drive(node, None if history else prompt),
@@ -231,9 +234,10 @@ class AgentManager:
 
     def _build(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
                prompt: str, description: str, label: str | None, background: bool | None, cleanup: str,
-               history: list[Message] | None) -> AgentNode:
-        agent_id = str(uuid.uuid4())
-        nickname = self.nicknames.take(d.name, d.nickname_candidates)
+               history: list[Message] | None, *, ids: tuple[str, str] | None = None) -> AgentNode:
+        # ``ids``: (id, nickname) of a run restored from the store (see recovery.adopt)
+        agent_id = str(uuid.uuid4()) if ids is None else ids[0]
+        nickname = self.nicknames.take(d.name, d.nickname_candidates) if ids is None else ids[1]
         info = AgentInfo(agent_id, nickname, d.name, depth, parent.id if parent else None)
         # 5. prompt layering: the base is inherited verbatim from the root
         base = self.cfg.base_prompt
@@ -254,6 +258,7 @@ class AgentManager:
         node = AgentNode(info=info, definition=d, core=core, root_id=root_id, label=label or description or prompt[:60],
                          task_text=prompt, background=d.background if background is None else background,
                          limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup)
+        core.system_prefix = len(base) if base and system.startswith(base) else 0
         core.budget = Budget(limits)
         core.on_message = self._message_sink(node)
         core.inbox.on_deliver = self._delivered_sink(node)
@@ -263,7 +268,7 @@ class AgentManager:
     # running
     async def _drive(self, node: AgentNode, prompt: str | None) -> RunResult:
         node.runs += 1
-        self._set_status(node, Status.RUNNING, started_at=time.time())
+        self._set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
         try:
             result = await node.core.run(prompt)
         except asyncio.CancelledError:
@@ -293,14 +298,19 @@ class AgentManager:
         if node.background and parent is not None:
             ann = AnnouncementRecord(f"{node.id}:{node.runs}", parent.id, node.id,
                                      announcement_text(result, node.label, self.cfg.result_max_chars), time.time())
-        self.store.finish_run(node.id, self._final_fields(result), ann)
-        self._emit(node, "subagent_status_changed", status=str(result.status))
-        self._emit(node, "subagent_completed", **_stats(result))
-        waiters, node.waiters = node.waiters, []
-        for w in waiters:
-            w(node)
+        try:
+            self.store.finish_run(node.id, self._final_fields(result), ann)
+        finally:  # a failing store must not leave waiters hanging; its StoreError still propagates
+            self._commit_point()
+            self._emit(node, "subagent_status_changed", status=str(result.status))
+            self._emit(node, "subagent_completed", **_stats(result))
+            waiters, node.waiters = node.waiters, []
+            for w in waiters:
+                w(node)
         if ann is not None and parent is not None:
             self._deliver(parent, ann)
+        if node.parent_id is None and self.retention is not None:
+            self.retention.root_finished(node)
 
     def _deliver(self, parent: AgentNode, ann: AnnouncementRecord) -> None:
         """Inject at the parent's next tool boundary if it runs, else queue as a follow-up."""
@@ -319,7 +329,7 @@ class AgentManager:
         ann_id = f"{child_id}:{child.runs}"
         if parent.core.inbox.discard(f"ann:{ann_id}") or any(a.id == ann_id for a in parent.followups):
             parent.followups = [a for a in parent.followups if a.id != ann_id]
-            self.store.mark_delivered(ann_id, time.time())
+            self._ack(parent, ann_id)
 
     # ------------------------------------------------------------------------------------------
     # steering
@@ -366,18 +376,16 @@ class AgentManager:
         if not node.followups:
             return message
         texts = [a.text for a in node.followups]
-        now = time.time()
         for a in node.followups:
-            self.store.mark_delivered(a.id, now)
+            self._ack(node, a.id)
         node.followups = []
         return "\n\n".join([*texts, message])
 
     def take_followups(self, node: AgentNode) -> list[str]:
         """Queued announcements of an idle agent, marked delivered (for a continuing root run)."""
         texts = [a.text for a in node.followups]
-        now = time.time()
         for a in node.followups:
-            self.store.mark_delivered(a.id, now)
+            self._ack(node, a.id)
         node.followups = []
         return texts
 
@@ -499,27 +507,40 @@ class AgentManager:
         ))
 
     def _message_sink(self, node: AgentNode) -> Callable[[Message], None]:
-        store, msgs, run_id = self.store, node.core.messages, node.id
+        store, msgs, run_id, acks = self.store, node.core.messages, node.id, self._acks
 
         def sink(m: Message) -> None:
-            store.append_messages(run_id, len(msgs) - 1, [m])
+            delivered = acks.pop(run_id, None)
+            if delivered is None:
+                store.append_messages(run_id, len(msgs) - 1, [m])
+            else:  # the announcements this message hands over are marked delivered with it, atomically
+                store.append_messages(run_id, len(msgs) - 1, [m], delivered, time.time())
 
         return sink
 
     def _delivered_sink(self, node: AgentNode) -> Callable[[list[str]], None]:
-        store = self.store
-
         def delivered(keys: list[str]) -> None:
-            now = time.time()
             for k in keys:
                 if k.startswith("ann:"):
-                    store.mark_delivered(k[4:], now)
+                    self._ack(node, k[4:])
 
         return delivered
+
+    def _ack(self, node: AgentNode, ann_id: str) -> None:
+        """``ann_id`` reached ``node``: mark it delivered together with the next message ``node`` records."""
+        self._acks.setdefault(node.id, []).append(ann_id)
+
+    def _commit_point(self) -> None:
+        """Hold later events until what the store was given so far is committed (only when someone listens)."""
+        if self.bus.active:
+            gate = self.bus.gate()
+            if not self.store.on_commit(gate.open_threadsafe):
+                self.bus.open(gate)
 
     def _set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
         node.status = status
         self.store.update_run(node.id, {"status": str(status), **fields})
+        self._commit_point()
         self._emit(node, "subagent_status_changed", status=str(status))
 
     @staticmethod
