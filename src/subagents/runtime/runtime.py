@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,12 @@ from .events import Event, EventBus, EventCallback
 from .limits import Limits
 from .manager import AgentManager, ManagerSettings
 from .prompts import DEFAULT_BASE_PROMPT
+from .recovery import RestoreReport, adopt_tree, record_result
+from .recovery import restore as restore_runs
 from .result import RunResult
+from .retention import Retention
 from .status import Status
+from .sweeper import Sweeper
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
@@ -119,6 +124,11 @@ class Runtime:
             control_factory=ManagerControl,
         )
         self._closed = False
+        self.manager.retention = Retention(self.manager)
+        self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
+        self._sweeper_task: asyncio.Task[None] | None = None
+        self._restored = False
+        self._in_run_sync = False
 
     def _resolve(self, spec: Model | str) -> Model:
         if isinstance(spec, str):
@@ -128,19 +138,36 @@ class Runtime:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> Runtime:
+        await self.restore()
+        if self._sweeper_task is None:
+            self._sweeper_task = asyncio.get_running_loop().create_task(self.sweeper.run(), name="subagents-sweeper")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    async def restore(self) -> RestoreReport | None:
+        """Take over the runs a dead process left unfinished (once; see :mod:`subagents.runtime.recovery`).
+
+        Called by ``async with`` and before the first run or spawn; returns ``None`` after the first call.
+        """
+        if self._restored:
+            return None
+        self._restored = True
+        return restore_runs(self.manager, on_restart=self.settings.on_restart)
 
     async def aclose(self) -> None:
         """Close every agent still running, flush and close the store."""
         if self._closed:
             return
         self._closed = True
+        if self._sweeper_task is not None:
+            self._sweeper_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper_task
         await self.manager.shutdown()
+        self.store.flush()  # before the bus closes: held events are published only once committed
         self.bus.close()
-        self.store.flush()
         self.store.close()
 
     # -- running --------------------------------------------------------------------------------
@@ -154,10 +181,13 @@ class Runtime:
                  model: Model | str | None = None) -> RunResult:
         """:meth:`run` from synchronous code (starts and ends its own event loop)."""
         async def go() -> RunResult:
+            self._in_run_sync = True  # no restore here: its loop ends with this call and would cancel them
             try:
                 return await self.run(prompt, agent, limits=limits, model=model)
             finally:
+                self._in_run_sync = False
                 await self.manager.shutdown()
+                self.store.flush()
 
         return asyncio.run(go())
 
@@ -173,6 +203,9 @@ class Runtime:
                background: bool, label: str | None = None, parent: str | None = None, cleanup: str = "keep") -> Any:
         if self._closed:
             raise UserError("this Runtime is closed; create a new one")
+        if not self._restored and not self._in_run_sync:
+            self._restored = True
+            restore_runs(self.manager, on_restart=self.settings.on_restart)
         parent_id = None
         if parent is not None:
             p = self.manager.find(parent)
@@ -199,23 +232,32 @@ class Runtime:
 
     async def resume(self, agent_id: str, message: str, *, limits: Limits | None = None) -> AgentHandle:
         """Reopen a finished agent with its whole conversation (queued announcements first)."""
+        if self.manager.find(agent_id) is None:  # evicted from memory, or from an earlier process
+            rec = self._record(agent_id)
+            if rec is not None and rec.is_final:
+                adopt_tree(self.manager, self.store, rec.root_id or rec.run_id)
         node = self.manager.resume(agent_id, message, limits=limits)
         return AgentHandle(node.id, node.nickname, node.info.agent_type)
+
+    def _record(self, agent_id: str) -> RunRecord | None:
+        self.store.flush()
+        return self.store.get_run(agent_id)
 
     def status(self, agent_id: str) -> Status:
         s = self.manager.status(agent_id)
         if s is Status.NOT_FOUND:
-            rec = self.store.get_run(agent_id)
+            rec = self._record(agent_id)
             if rec is not None:
                 return Status(rec.status)
         return s
 
     def result(self, agent_id: str) -> RunResult | None:
-        """The full result of a finished agent (``None`` while it runs or when unknown)."""
+        """The full result of a finished agent (``None`` while it runs or when unknown; from the store once evicted)."""
         node = self.manager.find(agent_id)
         if node is not None:
             return node.result if node.status.is_final() else None
-        return None
+        rec = self._record(agent_id)
+        return record_result(rec) if rec is not None and rec.is_final else None
 
     def runs(self, *, include_archived: bool = False) -> list[RunRecord]:
         """Run records from the store."""

@@ -1,0 +1,255 @@
+"""Restart recovery ("restore once"): take over the runs a dead process left unfinished.
+
+When a :class:`~subagents.Runtime` first runs or spawns (or enters ``async with``), it calls
+:func:`restore` once for its store:
+
+1. Find the runs that are not final and whose owner is gone — the owning process is dead (same
+   host), or its heartbeat is older than ``stale_after_s`` (another host).  Runs of a live
+   runtime are never touched.
+2. ``on_restart="resume"`` (default): re-create each run's agent from its record and transcript
+   and start it again.  A tool call the model made but whose result was never recorded is
+   answered with an ``is_error`` tool result saying it was interrupted — it is **not** re-run,
+   the model decides.  A transcript that already ends in a final answer is finished with it.
+   ``on_restart="mark_interrupted"``: set each to ``errored`` / outcome ``interrupted``, keeping
+   the last assistant text as the partial result (and announcing it to a background child's parent).
+3. Adopt the finished runs of the same trees (so a resumed parent can ``wait`` on, or resume,
+   its earlier children) and hand every undelivered announcement to its parent: into the inbox of
+   a resumed parent, else into the parent's follow-ups (delivered when it is resumed).
+
+Afterwards no record is ``running`` without a live task behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..exceptions import DefinitionError, SpawnError
+from ..messages import Message, ToolResultBlock, Usage
+from ..store.base import AnnouncementRecord, RunRecord, Store
+from .limits import Limits
+from .loop import Final
+from .node import AgentNode
+from .prompts import announcement_text
+from .result import RunResult
+from .status import Outcome, Status
+
+if TYPE_CHECKING:
+    from .manager import AgentManager
+
+__all__ = ["INTERRUPTED_TOOL", "RestoreReport", "adopt_tree", "is_orphaned", "record_result", "restore"]
+
+INTERRUPTED_TOOL = (
+    "interrupted: the process running this tool stopped (a crash or restart) before the tool returned, "
+    "so its result is unknown and it may or may not have taken effect; check before calling it again")
+INTERRUPTED_RUN = ("interrupted: the process running this agent stopped (a crash or restart); "
+                   "the partial result is kept — resume it with a message to continue")
+
+
+@dataclass(slots=True)
+class RestoreReport:
+    resumed: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)      # transcripts that already held the final answer
+    adopted: list[str] = field(default_factory=list)       # every node re-created (final ones included)
+    announcements: list[str] = field(default_factory=list)  # undelivered announcements handed to parents
+    failed: dict[str, str] = field(default_factory=dict)    # run id -> why it could not be re-created
+
+
+def record_result(rec: RunRecord) -> RunResult:
+    """The :class:`RunResult` a finished record describes (for ``rt.result`` after eviction or a restart)."""
+    status = Status(rec.status) if rec.status in Status.__members__.values() else Status.ERRORED
+    outcome = Outcome(rec.outcome) if rec.outcome else (Outcome.OK if status is Status.COMPLETED else Outcome.ERROR)
+    dur = (rec.ended_at - rec.started_at) if rec.ended_at is not None and rec.started_at is not None else 0.0
+    return RunResult(
+        id=rec.run_id, nickname=rec.nickname, agent=rec.agent_type, status=status, outcome=outcome,
+        text=rec.result_text or "", truncated=rec.truncated, limit=rec.limit, turns=rec.turns,
+        usage=Usage.from_dict(rec.usage), cost_usd=rec.cost_usd, duration_s=max(dur, 0.0), error=rec.error,
+        tool_calls=rec.tool_calls, parent_id=rec.parent_id, depth=rec.depth)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_orphaned(store: Store, rec: RunRecord, now: float, stale_after_s: float = 60.0) -> bool:
+    """Whether ``rec``'s owning runtime is gone (see the module docstring)."""
+    if rec.owner == store.owner:
+        return False
+    host, _, rest = rec.owner.partition(":")
+    pid_s = rest.partition(":")[0]
+    if host == socket.gethostname() and pid_s.isdigit():
+        return not _pid_alive(int(pid_s))
+    hb = store.owner_heartbeat(rec.owner) if rec.owner else None
+    return hb is None or now - hb > stale_after_s
+
+
+def _limits(d: dict[str, object]) -> Limits:
+    try:
+        return Limits(**{k: v for k, v in d.items() if k in Limits.__dataclass_fields__})  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return Limits()
+
+
+def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> AgentNode:
+    """Re-create the agent of ``rec`` in ``mgr`` (not started); raises ``SpawnError`` when impossible."""
+    try:
+        d = mgr.defs.get(rec.agent_type)
+    except DefinitionError as e:
+        raise SpawnError(str(e)) from None
+    parent = mgr.nodes.get(rec.parent_id) if rec.parent_id else None
+    mdl = mgr._model_for(d, parent, None)
+    node = mgr._build(d, parent, rec.depth, mdl, _limits(rec.limits), rec.task, "", rec.label, rec.background,
+                      rec.cleanup, transcript, ids=(rec.run_id, rec.nickname))
+    if rec.system_prompt:
+        node.core.system = rec.system_prompt
+    node.root_id = rec.root_id or rec.run_id
+    node.runs = rec.runs
+    if rec.is_final:
+        node.status = Status(rec.status)
+        node.result = record_result(rec)
+    mgr.nodes[node.id] = node
+    if parent is not None and node.id not in parent.children:
+        parent.children.append(node.id)
+    mgr.store.update_run(rec.run_id, {"owner": mgr.store.owner})
+    return node
+
+
+def adopt_tree(mgr: AgentManager, store: Store, root_id: str) -> list[AgentNode]:
+    """Re-create every run of a tree not in memory (parents first); final runs stay final."""
+    recs = sorted(store.list_runs(include_archived=True, root_id=root_id), key=lambda r: (r.depth, r.created_at))
+    out = []
+    for rec in recs:
+        if rec.run_id in mgr.nodes or (rec.parent_id and rec.parent_id not in mgr.nodes):
+            continue
+        out.append(adopt(mgr, rec, store.transcript(rec.run_id)))
+    return out
+
+
+def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreReport) -> None:
+    """Resume a re-created, unfinished agent from its transcript."""
+    core = node.core
+    mgr.nicknames.hold(node.nickname)
+    if node.depth > 0:
+        node.holds_slot = True
+        mgr.running_slots += 1
+    prompt: str | None = None
+    last = core.messages[-1] if core.messages else None
+    if last is None:
+        prompt = rec.task
+    elif last.role == "assistant" and last.tool_uses:
+        m = Message("user", [ToolResultBlock(b.id, INTERRUPTED_TOOL, True) for b in last.tool_uses])
+        core.messages.append(m)
+        if core.on_message is not None:
+            core.on_message(m)
+    elif last.role == "assistant":  # the answer was recorded, the final status was not
+        node.runs = max(node.runs, 1)
+        mgr._finish(node, core.result(Final(last.text)))
+        report.finished.append(node.id)
+        return
+    node.task = asyncio.get_running_loop().create_task(mgr._drive(node, prompt), name=f"agent:{node.nickname}")
+    report.resumed.append(node.id)
+
+
+def _mark_interrupted(store: Store, rec: RunRecord, now: float, result_max_chars: int) -> None:
+    text = next((m.text for m in reversed(store.transcript(rec.run_id)) if m.role == "assistant" and m.text), "")
+    fields = {"status": str(Status.ERRORED), "outcome": str(Outcome.INTERRUPTED), "ended_at": now,
+              "truncated": True, "result_text": text, "error": INTERRUPTED_RUN}
+    ann = None
+    if rec.background and rec.parent_id:
+        done = RunRecord(**{**rec.to_dict(), **fields})
+        ann = AnnouncementRecord(f"{rec.run_id}:{max(rec.runs, 1)}", rec.parent_id, rec.run_id,
+                                 announcement_text(record_result(done), rec.label, result_max_chars), now)
+    store.finish_run(rec.run_id, fields, ann)
+
+
+def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None = None,
+            stale_after_s: float = 60.0) -> RestoreReport:
+    """Take over what a dead process left (see the module docstring).  Needs a running event loop."""
+    store = mgr.store
+    now = time.time() if now is None else now
+    report = RestoreReport()
+    store.flush()
+    open_runs = [r for r in store.list_runs(include_archived=True)
+                 if not r.is_final and r.run_id not in mgr.nodes and is_orphaned(store, r, now, stale_after_s)]
+    if on_restart == "mark_interrupted":
+        for r in open_runs:
+            _mark_interrupted(store, r, now, mgr.cfg.result_max_chars)
+            report.interrupted.append(r.run_id)
+        store.flush()
+        open_runs = []
+    open_ids = {r.run_id for r in open_runs}
+    roots = {r.root_id or r.run_id for r in open_runs} | _roots_with_pending(store, now, stale_after_s)
+    by_id = _adopt_trees(mgr, sorted(roots), open_ids, now, report)
+    for r in open_runs:  # a run whose tree could not be re-created (its parent record is gone)
+        if r.run_id not in by_id and r.run_id not in report.failed:
+            _mark_interrupted(store, r, now, mgr.cfg.result_max_chars)
+            report.interrupted.append(r.run_id)
+    for run_id in [i for i in by_id if i in open_ids]:
+        node, rec = by_id[run_id]
+        _start(mgr, node, rec, report)
+    for a in store.pending_announcements():
+        _hand_over(mgr, a, report)
+    for run_id in report.resumed:  # announcements queued while the parent was not started yet go to its inbox
+        node = by_id[run_id][0]
+        for a in node.followups:
+            node.core.inbox.put(a.text, key=f"ann:{a.id}")
+        node.followups = []
+    return report
+
+
+def _roots_with_pending(store: Store, now: float, stale_after_s: float) -> set[str]:
+    """Trees whose undelivered announcements this process may deliver (their parent is ours or orphaned)."""
+    roots = set()
+    for a in store.pending_announcements():
+        rec = store.get_run(a.parent_id)
+        if rec is not None and (rec.owner == store.owner or is_orphaned(store, rec, now, stale_after_s)):
+            roots.add(rec.root_id or rec.run_id)
+    return roots
+
+
+def _adopt_trees(mgr: AgentManager, roots: list[str], open_ids: set[str], now: float,
+                 report: RestoreReport) -> dict[str, tuple[AgentNode, RunRecord]]:
+    store = mgr.store
+    by_id: dict[str, tuple[AgentNode, RunRecord]] = {}
+    for root in roots:
+        recs = sorted(store.list_runs(include_archived=True, root_id=root), key=lambda r: (r.depth, r.created_at))
+        for rec in recs:
+            if rec.run_id in mgr.nodes or (rec.parent_id and rec.parent_id not in mgr.nodes):
+                continue
+            try:
+                node = adopt(mgr, rec, store.transcript(rec.run_id))
+            except SpawnError as e:
+                report.failed[rec.run_id] = str(e)
+                if rec.run_id in open_ids:
+                    store.finish_run(rec.run_id, {"status": str(Status.ERRORED), "outcome": str(Outcome.INTERRUPTED),
+                                                  "ended_at": now, "error": f"{INTERRUPTED_RUN} (not resumable: {e})"},
+                                     None)
+                continue
+            by_id[rec.run_id] = (node, rec)
+            report.adopted.append(rec.run_id)
+    return by_id
+
+
+def _hand_over(mgr: AgentManager, a: AnnouncementRecord, report: RestoreReport) -> None:
+    parent = mgr.nodes.get(a.parent_id)
+    if parent is None:
+        return
+    queued = parent.core.inbox.keys()
+    if any(f.id == a.id for f in parent.followups) or f"ann:{a.id}" in queued:
+        return
+    if parent.status.is_final():
+        parent.followups.append(a)
+    else:
+        parent.core.inbox.put(a.text, key=f"ann:{a.id}")
+    report.announcements.append(a.id)

@@ -1,0 +1,120 @@
+"""The sweeper: cleanup policies, heartbeats and requests from other processes.
+
+One :meth:`Sweeper.sweep` does, with the time from an injectable ``clock``:
+
+1. write this runtime's heartbeat (so other processes know its runs have a live owner);
+2. take the requests other processes left for this runtime's runs (``subagents runs cancel`` /
+   ``runs resume``) and carry them out;
+3. apply the cleanup policies to final runs:
+   ``cleanup="keep"`` — ``archive_at = ended_at + archive_after_minutes``; once past it the run is
+   archived (hidden from default listings, still readable);
+   ``cleanup="delete"`` — record and transcript removed once the result was delivered (a
+   foreground or root run: when it ended; a background child: when its announcement was delivered).
+
+A :class:`~subagents.Runtime` runs :meth:`Sweeper.run` as a task while it is open (every
+``interval_s``); ``subagents runs sweep`` runs one sweep on demand, without a manager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..exceptions import SpawnError
+from ..store.base import Request, RunRecord, Store
+from .recovery import adopt_tree
+
+if TYPE_CHECKING:
+    from .manager import AgentManager
+
+__all__ = ["SweepReport", "Sweeper"]
+
+
+@dataclass(slots=True)
+class SweepReport:
+    archived: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)   # "<kind> <run id>: done|refused: why"
+
+
+class Sweeper:
+    def __init__(self, store: Store, manager: AgentManager | None = None, *, archive_after_minutes: float = 60.0,
+                 clock: Callable[[], float] = time.time, interval_s: float = 2.0) -> None:
+        self.store = store
+        self.manager = manager
+        self.archive_after_s = archive_after_minutes * 60.0
+        self.clock = clock
+        self.interval_s = interval_s
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    async def run(self) -> None:
+        """Sweep every ``interval_s`` until cancelled."""
+        while True:
+            self.sweep()
+            await asyncio.sleep(self.interval_s)
+
+    def sweep(self) -> SweepReport:
+        now = self.clock()
+        report = SweepReport()
+        if self.manager is not None:
+            self.store.heartbeat(self.store.owner, now)
+            for req in self.store.take_requests(self.store.owner, now):
+                report.requests.append(self._carry_out(req))
+        self.store.flush()
+        for rec in self.store.list_runs(include_archived=False):
+            if not rec.is_final:
+                continue
+            if rec.cleanup == "delete":
+                if self._delivered(rec) and not self._live(rec):
+                    self.store.delete_run(rec.run_id)
+                    report.deleted.append(rec.run_id)
+                continue
+            archive_at = rec.archive_at
+            if archive_at is None:
+                archive_at = (rec.ended_at or now) + self.archive_after_s
+                self.store.update_run(rec.run_id, {"archive_at": archive_at})
+            if now >= archive_at:
+                self.store.update_run(rec.run_id, {"archived": True})
+                report.archived.append(rec.run_id)
+        self.store.flush()
+        return report
+
+    def _delivered(self, rec: RunRecord) -> bool:
+        if not rec.background or rec.parent_id is None:
+            return True  # the caller (parent tool call, or the user) had the result when the run ended
+        anns = self.store.announcements_of(child_id=rec.run_id)
+        return all(a.delivered_at is not None for a in anns)
+
+    def _live(self, rec: RunRecord) -> bool:
+        """An agent still in this runtime's memory that may be resumed, or any unfinished descendant."""
+        m = self.manager
+        if m is None:
+            return False
+        node = m.nodes.get(rec.run_id)
+        return node is not None and any(not n.status.is_final() for n in m._subtree(node))
+
+    def _carry_out(self, req: Request) -> str:
+        m = self.manager
+        assert m is not None
+        try:
+            if req.kind == "cancel":
+                node = m.find(req.run_id)
+                if node is None or node.status.is_final():
+                    return f"cancel {req.run_id}: nothing to do, it is not running here"
+                task = asyncio.get_running_loop().create_task(m.close(req.run_id))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                return f"cancel {req.run_id}: done"
+            if req.kind == "resume":
+                if m.find(req.run_id) is None:
+                    rec = self.store.get_run(req.run_id)
+                    if rec is not None:
+                        adopt_tree(m, self.store, rec.root_id or rec.run_id)
+                m.resume(req.run_id, req.message)
+                return f"resume {req.run_id}: done"
+        except SpawnError as e:
+            return f"{req.kind} {req.run_id}: refused: {e}"
+        return f"{req.kind} {req.run_id}: refused: unknown request kind"
