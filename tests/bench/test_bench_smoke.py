@@ -1,0 +1,71 @@
+"""Smoke run of every benchmark workload with tiny sizes, so bench/ cannot rot (no timing asserted)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import ours  # noqa: E402
+from _common import sqlite_available, store_url  # noqa: E402
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    if request.param == "sqlite" and not sqlite_available():
+        pytest.skip("the SQLite store is not in the tree yet")
+    return str(tmp_path), store_url(request.param, str(tmp_path))[0]
+
+
+def test_delegation_cycle_and_bare_run(store: tuple[str, str]) -> None:
+    r = asyncio.run(ours.seq(*store, iters=5, warmup=2))
+    assert r["cycle"]["n"] == 5
+    assert r["model_calls"] == {"parent": 14, "child": 7, "bare": 7}
+
+
+@pytest.mark.parametrize("n", [1, 3, 250])
+def test_fanout(store: tuple[str, str], n: int) -> None:
+    r = asyncio.run(ours.fanout(*store, n=n, warmup_n=2))
+    assert r["n"] == n
+    assert r["model_calls"]["child"] == 1 + 2 + n
+
+
+def test_wait_wakeup(store: tuple[str, str]) -> None:
+    r = asyncio.run(ours.wakeup(*store, reps=3, warmup=1))
+    assert r["wait_tool"]["n"] == 3
+    assert r["rt_wait"]["n"] == 3
+
+
+def test_restore(tmp_path: Path) -> None:
+    r = asyncio.run(ours.restore(str(tmp_path), finished=20, open_=3))
+    if not sqlite_available():
+        assert "pending" in r
+    else:
+        assert r["finished"] == 20
+        assert r["open"] == 3
+
+
+def test_cli_prints_one_json_line() -> None:
+    p = subprocess.run([sys.executable, str(BENCH / "ours.py"), "--store", "memory", "fanout", "2",
+                        "--warmup-n", "1"], capture_output=True, text=True, timeout=60, check=True)
+    (line,) = p.stdout.strip().splitlines()
+    assert json.loads(line)["n"] == 2
+
+
+def test_table_renders() -> None:
+    import run
+
+    s = {"subagents": {"cycle_us": 100.0, "bare_us": 50.0, "fan100_ms": 10.0, "fan100_mb": 30.0,
+                       "fan100_child_us": 100.0, "python_ms": 20.0, "import_ms": 90.0, "help_ms": 200.0},
+         "pydantic-ai": {"cycle_us": 5000.0, "fan100_ms": 200.0}}
+    out = run.render(s, ["pydantic-ai"], [100], {"pydantic-ai": "x"}, "memory", 1, 10,
+                     {"nproc": 2, "cpu": "cpu", "python": "3.11", "platform": "linux"}, [])
+    assert "| (1) delegation cycle" in out
+    assert "50.0×" in out
