@@ -63,10 +63,7 @@ class Sweeper:
             self.store.heartbeat(self.store.owner, now)
             for req in self.store.take_requests(self.store.owner, now):
                 report.requests.append(self._carry_out(req))
-        self.store.flush()
-        for rec in self.store.list_runs(include_archived=False):
-            if not rec.is_final:
-                continue
+        for rec in self.store.cleanup_candidates(now):
             if rec.cleanup == "delete":
                 if self._delivered(rec) and not self._live(rec):
                     self.store.delete_run(rec.run_id)
@@ -79,7 +76,6 @@ class Sweeper:
             if now >= archive_at:
                 self.store.update_run(rec.run_id, {"archived": True})
                 report.archived.append(rec.run_id)
-        self.store.flush()
         return report
 
     def _delivered(self, rec: RunRecord) -> bool:

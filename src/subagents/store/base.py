@@ -94,7 +94,9 @@ class Store(Protocol):
     url: str
     owner: str  # this process's owner id, stamped on the runs it creates or adopts
 
-    def create_run(self, rec: RunRecord) -> None: ...
+    def create_run(self, rec: RunRecord) -> None:
+        """Record a new run; the store takes ``rec`` over (the caller must not change it afterwards)."""
+        ...
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None: ...
 
@@ -130,6 +132,11 @@ class Store(Protocol):
 
     def delete_run(self, run_id: str) -> None:
         """Remove the record, its transcript and its delivered announcements."""
+        ...
+
+    def cleanup_candidates(self, now: float) -> list[RunRecord]:
+        """Final, unarchived runs the sweeper must look at: ``cleanup="delete"``, no ``archive_at`` yet,
+        or ``archive_at`` reached (committed state)."""
         ...
 
     def heartbeat(self, owner: str, at: float) -> None:

@@ -28,7 +28,8 @@ class MemoryStore:
         self.requests: list[Request] = []
 
     def create_run(self, rec: RunRecord) -> None:
-        rec = dataclasses.replace(rec, owner=rec.owner or self.owner)
+        if not rec.owner:
+            rec.owner = self.owner
         self.runs[rec.run_id] = rec
         self.transcripts.setdefault(rec.run_id, [])
 
@@ -87,6 +88,10 @@ class MemoryStore:
         self.transcripts.pop(run_id, None)
         for k in [k for k, a in self.announcements.items() if a.child_id == run_id and a.delivered_at is not None]:
             del self.announcements[k]
+
+    def cleanup_candidates(self, now: float) -> list[RunRecord]:
+        return [r for r in self.list_runs() if r.is_final
+                and (r.cleanup == "delete" or r.archive_at is None or r.archive_at <= now)]
 
     def heartbeat(self, owner: str, at: float) -> None:
         self.heartbeats[owner] = at

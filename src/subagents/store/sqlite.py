@@ -25,7 +25,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import json
+import operator
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -53,14 +55,50 @@ _CREATE, _UPDATE, _APPEND, _FINISH, _DELIVER, _DELETE, _SQL, _CALL, _FLUSH, _STO
 
 def _col_value(name: str, v: Any) -> Any:
     if name in _JSON_COLS:
-        return json.dumps(v, separators=(",", ":"))
+        return _encode(v)
     if name in _BOOL_COLS:
         return int(bool(v))
     return v
 
 
-def _record_row(rec: RunRecord) -> tuple[Any, ...]:
-    return tuple(_col_value(c, getattr(rec, c)) for c in RUN_COLUMNS)
+_get_row = operator.attrgetter(*RUN_COLUMNS)
+_JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_JSON_COLS))
+_BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_BOOL_COLS))
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+
+
+def _from_json(i: int, col: str) -> str:
+    v = f"json_extract(value, '$[{i}]')"
+    return f"json({v})" if col in _JSON_COLS else v
+
+
+_INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({_COLS_SQL}) VALUES "
+
+
+def _insert_rows(c: sqlite3.Connection, prefix: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert many rows with one multi-row ``VALUES`` statement per chunk: one GIL release per chunk
+    instead of one per row (``executemany`` steps row by row, and each step re-takes the GIL)."""
+    per = max(1, 32_000 // ncols)
+    one = "(" + ", ".join("?" * ncols) + ")"
+    for i in range(0, len(rows), per):
+        chunk = rows[i:i + per]
+        c.execute(prefix + ", ".join([one] * len(chunk)), [v for row in chunk for v in row])
+
+
+@functools.lru_cache(maxsize=64)
+def _update_sql(keys: tuple[str, ...]) -> str:
+    sets = ", ".join(f'"{k}" = {_from_json(i + 1, k)}' for i, k in enumerate(keys))
+    return (f"UPDATE runs SET {sets} FROM (SELECT value FROM json_each(?)) AS j "
+            "WHERE runs.run_id = json_extract(j.value, '$[0]')")
+
+
+def _record_row(rec: RunRecord) -> list[Any]:
+    row: list[Any] = list(_get_row(rec))
+    for i in _JSON_IDX:
+        row[i] = _encode(row[i])
+    for i in _BOOL_IDX:
+        row[i] = int(bool(row[i]))
+    return row
 
 
 def _record_from_row(row: Sequence[Any]) -> RunRecord:
@@ -111,6 +149,7 @@ class SQLiteStore:
         self._error: StoreError | None = None
         self._closed = False
         self._read_lock = threading.Lock()
+        self._tails: dict[str, int] = {}  # writer thread only: run id -> next transcript seq committed
         self._wconn = self._open(timeout, durable)
         try:
             self._rconn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
@@ -169,7 +208,9 @@ class SQLiteStore:
                 self._wake.notify()
 
     def create_run(self, rec: RunRecord) -> None:
-        rec = dataclasses.replace(rec, owner=rec.owner or self.owner, usage=dict(rec.usage), limits=dict(rec.limits))
+        """Record a new run; the store takes ``rec`` over (the caller must not change it afterwards)."""
+        if not rec.owner:
+            rec.owner = self.owner
         self._put((_CREATE, rec))
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
@@ -284,13 +325,18 @@ class SQLiteStore:
                           "AND (?2 IS NULL OR parent_id = ?2) ORDER BY created_at, rowid", (child_id, parent_id))
         return [AnnouncementRecord(*r) for r in rows]
 
+    def cleanup_candidates(self, now: float) -> list[RunRecord]:
+        rows = self._read(f"SELECT {_COLS_SQL} FROM runs WHERE archived = 0 AND status IN "
+                          "('completed', 'errored', 'shutdown') AND (cleanup = 'delete' OR archive_at IS NULL "
+                          "OR archive_at <= ?) ORDER BY created_at, rowid", (now,))
+        return [_record_from_row(r) for r in rows]
+
     def owner_heartbeat(self, owner: str) -> float | None:
         rows = self._read("SELECT heartbeat FROM owners WHERE owner = ?", (owner,))
         return float(rows[0][0]) if rows else None
 
     def take_requests(self, owner: str, at: float) -> list[Request]:
-        """Hand out open requests for this owner's runs (once each: marked done in the same call)."""
-        self.flush()
+        """Hand out open requests for this owner's committed runs (once each: marked done in the same call)."""
         rows = self._read("SELECT q.id, q.run_id, q.kind, q.message, q.created_at FROM requests q JOIN runs r "
                           "ON r.run_id = q.run_id WHERE q.done_at IS NULL AND r.owner = ? ORDER BY q.id", (owner,))
         if rows:
@@ -338,7 +384,7 @@ class SQLiteStore:
             return
         c = self._wconn
         c.execute("BEGIN IMMEDIATE")
-        plan.apply(c)
+        plan.apply(c, self._tails)
         c.execute("COMMIT")
 
 
@@ -416,25 +462,43 @@ class _Plan:
         else:
             self.delivered.setdefault(ann_id, at)
 
-    def apply(self, c: sqlite3.Connection) -> None:
+    def apply(self, c: sqlite3.Connection, tails: dict[str, int]) -> None:
+        """Write the batch with a handful of statements: rows travel as one JSON array per statement
+        (``json_each``), so the writer holds the GIL briefly and releases it a few times per batch, not per row.
+
+        ``tails`` (run id -> next transcript seq known committed) spares the ``DELETE`` of plain appends.
+        """
         if self.delete:
             ids = [(r,) for r in self.delete]
             c.executemany("DELETE FROM runs WHERE run_id = ?", ids)
             c.executemany("DELETE FROM transcript WHERE run_id = ?", ids)
             c.executemany("DELETE FROM announcements WHERE child_id = ? AND delivered_at IS NOT NULL", ids)
+            for r in self.delete:
+                tails.pop(r, None)
         if self.inserts:
-            c.executemany(_INSERT_RUN, [_record_row(r) for r in self.inserts.values()])
+            _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS), [_record_row(r) for r in self.inserts.values()])
+        by_keys: dict[tuple[str, ...], list[list[Any]]] = {}
         for run_id, fields in self.updates.items():
-            sets = ", ".join(f'"{k}" = ?' for k in fields)
-            c.execute(f"UPDATE runs SET {sets} WHERE run_id = ?",
-                      [*(_col_value(k, v) for k, v in fields.items()), run_id])
+            by_keys.setdefault(tuple(fields), []).append([run_id, *fields.values()])
+        for keys, rows in by_keys.items():
+            c.execute(_update_sql(keys), (_encode(rows),))
         if self.trans:
-            c.executemany("DELETE FROM transcript WHERE run_id = ? AND seq >= ?",
-                          [(r, t[0]) for r, t in self.trans.items()])
-            dumps = json.dumps
-            c.executemany("INSERT OR REPLACE INTO transcript (run_id, seq, message) VALUES (?, ?, ?)",
-                          [(r, seq, dumps(message_to_dict(m), ensure_ascii=False, separators=(",", ":")))
-                           for r, t in self.trans.items() for seq, m in t[2].items()])
+            self._apply_transcript(c, tails)
+        self._apply_announcements(c)
+
+    def _apply_transcript(self, c: sqlite3.Connection, tails: dict[str, int]) -> None:
+        cut = [(r, t[0]) for r, t in self.trans.items()
+               if r not in self.inserts and (r not in tails or t[0] < tails[r])]
+        if cut:
+            c.executemany("DELETE FROM transcript WHERE run_id = ? AND seq >= ?", cut)
+        _insert_rows(c, "INSERT OR REPLACE INTO transcript (run_id, seq, message) VALUES ", 3,
+                     [(r, seq, _encode(message_to_dict(m))) for r, t in self.trans.items() for seq, m in t[2].items()])
+        if len(tails) > 50_000:
+            tails.clear()
+        for r, t in self.trans.items():
+            tails[r] = t[1]
+
+    def _apply_announcements(self, c: sqlite3.Connection) -> None:
         if self.anns:
             c.executemany(f"INSERT OR IGNORE INTO announcements ({_ANN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
                           [(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
