@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "demo": "subagents.cli.demo:demo",
     "config": "subagents.cli.config_cmd:config",
     "agents": "subagents.cli.agents_cmd:agents",
+    "runs": "subagents.cli.runs:runs",
 }
 
 

@@ -1,0 +1,310 @@
+"""``subagents runs``: look at and steer the runs recorded in a project's store.
+
+IDs may be given whole, as a unique prefix (4+ characters) or as a nickname (the latest run with it).
+Runs owned by another live process are steered through the store: ``cancel`` and ``resume`` leave a
+request that the owner's sweeper carries out within a few seconds.  Runs whose process is gone are
+changed directly (``cancel``) or taken over by this process (``resume``, which needs a model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..exceptions import UserError
+from ..store.base import RunRecord, Store
+
+__all__ = ["resolve_run", "runs"]
+
+POLL_S = 0.2  # tail/wait read another process's store: they can only poll it
+
+
+@contextmanager
+def _open(ctx: click.Context) -> Iterator[Store]:
+    from ..config import load_settings
+    from ..store import open_store
+
+    cwd: Path = ctx.obj["runs_cwd"]
+    url = ctx.obj.get("runs_store") or load_settings(cwd).store_url
+    store = open_store(url, cwd)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def resolve_run(store: Store, ref: str) -> RunRecord:
+    """A run by id, unique id prefix (4+ characters) or nickname (the latest); ``UserError`` otherwise."""
+    rec = store.get_run(ref)
+    if rec is not None:
+        return rec
+    all_runs = store.list_runs(include_archived=True)
+    by_nick = [r for r in all_runs if r.nickname == ref]
+    if by_nick:
+        return by_nick[-1]
+    hits = [r for r in all_runs if r.run_id.startswith(ref)] if len(ref) >= 4 else []
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        shown = ", ".join(f"{r.run_id[:12]} ({r.nickname})" for r in hits[:5])
+        raise UserError(f"{ref!r} matches {len(hits)} runs ({shown}); give more characters of the id")
+    raise UserError(f"no run matches {ref!r}; 'subagents runs list --all' shows the runs with their ids and nicknames")
+
+
+def _age(t: float | None, now: float) -> str:
+    if not t:
+        return "-"
+    s = max(now - t, 0.0)
+    return f"{s:.0f}s" if s < 90 else f"{s / 60:.0f}m" if s < 5400 else f"{s / 3600:.1f}h"
+
+
+@click.group()
+@click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
+              help="Project directory whose store to read (default: the current directory).")
+@click.option("--store", "store_url", metavar="URL", help="Store URL (default: [store] url, or "
+              "sqlite:///.subagents/state.db under the project).")
+@click.pass_context
+def runs(ctx: click.Context, cwd: Path, store_url: str | None) -> None:
+    """List, inspect and steer recorded runs."""
+    ctx.ensure_object(dict)
+    ctx.obj["runs_cwd"] = cwd
+    ctx.obj["runs_store"] = store_url
+
+
+@runs.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include archived runs.")
+@click.option("--status", type=click.Choice(["pending_init", "running", "completed", "errored", "shutdown"]))
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of run records.")
+@click.pass_context
+def list_cmd(ctx: click.Context, show_all: bool, status: str | None, as_json: bool) -> int:
+    """List runs, oldest first (archived ones only with --all)."""
+    with _open(ctx) as store:
+        recs = store.list_runs(include_archived=show_all, status=status)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in recs], indent=1))
+        return 0
+    if not recs:
+        click.echo("No runs.")
+        return 0
+    now = time.time()
+    click.echo(f"{'ID':<10} {'NICKNAME':<18} {'TYPE':<16} {'STATUS':<12} {'OUTCOME':<11} {'D':>1} {'AGE':>5}  LABEL")
+    for r in recs:
+        click.echo(f"{r.run_id[:8]:<10} {r.nickname[:18]:<18} {r.agent_type[:16]:<16} {r.status:<12} "
+                   f"{(r.outcome or '-'):<11} {r.depth:>1} {_age(r.created_at, now):>5}  {r.label[:50]}")
+    return 0
+
+
+@runs.command("show")
+@click.argument("run_ref", metavar="ID")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
+    """Show a run's record, stats and result."""
+    from ..runtime.recovery import record_result
+
+    with _open(ctx) as store:
+        rec = resolve_run(store, run_ref)
+    if as_json:
+        click.echo(json.dumps(rec.to_dict(), indent=1))
+        return 0
+    for key in ("run_id", "nickname", "agent_type", "status", "outcome", "parent_id", "root_id", "depth", "label",
+                "model", "cleanup", "background", "archived", "child_session_key", "requester_session_key", "owner"):
+        click.echo(f"{key + ':':<23}{getattr(rec, key)}")
+    click.echo(f"{'task:':<23}{rec.task}")
+    if rec.is_final:
+        click.echo(f"{'stats:':<23}{record_result(rec).stats_line()}")
+    if rec.error:
+        click.echo(f"{'error:':<23}{rec.error}")
+    click.echo("")
+    click.echo(rec.result_text or "(no result yet)")
+    return 0
+
+
+@runs.command("tree")
+@click.argument("root_ref", metavar="ROOT_ID")
+@click.pass_context
+def tree(ctx: click.Context, root_ref: str) -> int:
+    """Show the agent tree under a run, with statuses."""
+    with _open(ctx) as store:
+        rec = resolve_run(store, root_ref)
+        recs = store.list_runs(include_archived=True, root_id=rec.root_id or rec.run_id)
+    kids: dict[str | None, list[RunRecord]] = {}
+    for r in recs:
+        kids.setdefault(r.parent_id, []).append(r)
+
+    def show_node(r: RunRecord, indent: str) -> None:
+        click.echo(f"{indent}{r.nickname} [{r.agent_type}] {r.status}{'/' + r.outcome if r.outcome else ''} "
+                   f"{r.run_id[:8]}  {r.label[:50]}")
+        for c in kids.get(r.run_id, []):
+            show_node(c, indent + "  ")
+
+    show_node(rec, "")
+    return 0
+
+
+@runs.command("tail")
+@click.argument("run_ref", metavar="ID")
+@click.option("--no-follow", is_flag=True, help="Print the transcript so far and stop.")
+@click.pass_context
+def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
+    """Print a run's transcript, then follow it until the run ends."""
+    with _open(ctx) as store:
+        rec = resolve_run(store, run_ref)
+        seen, status = 0, ""
+        while True:
+            msgs = store.transcript(rec.run_id)
+            for m in msgs[seen:]:
+                _echo_message(m)
+            seen = len(msgs)
+            now = store.get_run(rec.run_id)
+            if now is None:
+                click.echo("(the run was deleted)")
+                return 1
+            if now.status != status:
+                status = now.status
+                click.echo(f"-- status: {status}{' / ' + now.outcome if now.outcome else ''}")
+            if now.is_final or no_follow:
+                return 0
+            time.sleep(POLL_S)
+
+
+def _echo_message(m: Any) -> None:
+    for b in m.content:
+        if b.kind == "text":
+            click.echo(f"{m.role}: {b.text}")
+        elif b.kind == "tool_use":
+            click.echo(f"{m.role}: -> {b.name}({json.dumps(b.arguments, ensure_ascii=False)[:200]})")
+        else:
+            click.echo(f"{m.role}: <- {'error: ' if b.is_error else ''}{b.content[:300]}")
+
+
+@runs.command("wait")
+@click.argument("run_ref", metavar="ID")
+@click.option("--timeout", type=click.FloatRange(min=0), help="Give up after this many seconds (exit 1).")
+@click.pass_context
+def wait(ctx: click.Context, run_ref: str, timeout: float | None) -> int:
+    """Wait until a run ends; exit 0 if it completed, 1 otherwise (or on timeout)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _open(ctx) as store:
+        rec = resolve_run(store, run_ref)
+        while True:
+            now = store.get_run(rec.run_id)
+            if now is None:
+                click.echo(f"run {rec.run_id} was deleted while waiting", err=True)
+                return 1
+            if now.is_final:
+                click.echo(f"{now.nickname} {now.status}/{now.outcome}")
+                return 0 if now.status == "completed" else 1
+            if deadline is not None and time.monotonic() >= deadline:
+                click.echo(f"{now.nickname} is still {now.status} after {timeout}s", err=True)
+                return 1
+            time.sleep(POLL_S)
+
+
+@runs.command("cancel")
+@click.argument("run_ref", metavar="ID")
+@click.pass_context
+def cancel(ctx: click.Context, run_ref: str) -> int:
+    """Cancel a run and its descendants (through its owner if it is alive)."""
+    from ..runtime.recovery import is_orphaned
+
+    with _open(ctx) as store:
+        rec = resolve_run(store, run_ref)
+        if rec.is_final:
+            raise UserError(f"run {rec.nickname} ({rec.run_id}) has already ended ({rec.status}); nothing to cancel")
+        now = time.time()
+        if not is_orphaned(store, rec, now):
+            store.add_request(rec.run_id, "cancel", "", now)
+            click.echo(f"Cancel requested: the process that runs {rec.nickname} ({_pid(rec)}) stops it within "
+                       "a few seconds; 'subagents runs wait' shows when it has.")
+            return 0
+        victims = [r for r in store.list_runs(include_archived=True, root_id=rec.root_id or rec.run_id)
+                   if not r.is_final and _under(r, rec.run_id, store)]
+        for r in victims:
+            store.finish_run(r.run_id, {"status": "shutdown", "outcome": "cancelled", "ended_at": now,
+                                        "error": "cancelled with 'subagents runs cancel' while no process ran it"},
+                             None)
+        click.echo(f"Cancelled {len(victims)} run(s): no live process owned {rec.nickname}, so the store was "
+                   "updated directly.")
+        return 0
+
+
+def _pid(rec: RunRecord) -> str:
+    parts = rec.owner.split(":")
+    return f"pid {parts[1]} on {parts[0]}" if len(parts) >= 2 else "owner unknown"
+
+
+def _under(r: RunRecord, top: str, store: Store) -> bool:
+    cur: RunRecord | None = r
+    while cur is not None:
+        if cur.run_id == top:
+            return True
+        cur = store.get_run(cur.parent_id) if cur.parent_id else None
+    return False
+
+
+@runs.command("resume")
+@click.argument("run_ref", metavar="ID")
+@click.argument("message")
+@click.option("--model", "model_name", metavar="PROVIDER:MODEL", help="Model for a run this process takes over.")
+@click.pass_context
+def resume(ctx: click.Context, run_ref: str, message: str, model_name: str | None) -> int:
+    """Give a finished run more work (MESSAGE), keeping its whole conversation."""
+    from ..runtime.recovery import is_orphaned
+
+    with _open(ctx) as store:
+        rec = resolve_run(store, run_ref)
+        if not rec.is_final:
+            raise UserError(f"run {rec.nickname} ({rec.run_id}) is still {rec.status}; wait for it to end "
+                            "('subagents runs wait') before resuming it")
+        now = time.time()
+        if not is_orphaned(store, rec, now):
+            store.add_request(rec.run_id, "resume", message, now)
+            click.echo(f"Resume requested: the process that owns {rec.nickname} ({_pid(rec)}) resumes it within "
+                       "a few seconds; follow it with 'subagents runs tail'.")
+            return 0
+    return _resume_here(ctx, rec, message, model_name)
+
+
+def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: str | None) -> int:
+    from ..config import load_settings
+    from ..runtime.runtime import Runtime
+
+    cwd: Path = ctx.obj["runs_cwd"]
+    settings = load_settings(cwd, overrides={"model_default": model_name})
+    root_obj = ctx.find_root().obj or {}
+    model: Any = root_obj.get("model") or settings.model_default
+    if model is None:
+        raise UserError("resuming a run in this process needs a model: pass --model PROVIDER:MODEL "
+                        "or set [model] default")
+
+    async def go() -> int:
+        async with Runtime(model, workdir=cwd, settings=settings, store=ctx.obj.get("runs_store")) as rt:
+            h = await rt.resume(rec.run_id, message)
+            done = await rt.wait([h.id])
+            result = done[h.id]
+            click.echo(result.text)
+            return 0 if result.ok else 1
+
+    return asyncio.run(go())
+
+
+@runs.command("sweep")
+@click.pass_context
+def sweep(ctx: click.Context) -> int:
+    """Apply the cleanup policies now (archive kept runs past their time, delete delivered ones)."""
+    from ..config import load_settings
+    from ..runtime.sweeper import Sweeper
+
+    settings = load_settings(ctx.obj["runs_cwd"])
+    with _open(ctx) as store:
+        report = Sweeper(store, None, archive_after_minutes=settings.archive_after_minutes).sweep()
+    click.echo(f"Archived {len(report.archived)} run(s), deleted {len(report.deleted)} run(s).")
+    return 0
