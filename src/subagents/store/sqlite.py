@@ -429,6 +429,8 @@ class _Plan:
             self.inserts.pop(run_id, None)
             self.updates.pop(run_id, None)
             self.trans.pop(run_id, None)
+            for a in [a for a in self.anns.values() if a.child_id == run_id and a.delivered_at is not None]:
+                del self.anns[a.id]
             self.delete.append(run_id)
         elif code == _SQL:
             self.sql.append(op)
