@@ -1,0 +1,179 @@
+"""SQLiteStore specifics: clear errors, migrations, group commit, writer failures."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from subagents.exceptions import StoreError
+from subagents.messages import Message
+from subagents.store import RunRecord, open_store
+from subagents.store._schema import SCHEMA_VERSION, V1_SCHEMA
+from subagents.store.sqlite import SQLiteStore
+
+
+def rec(run_id: str, **kw: object) -> RunRecord:
+    d: dict[str, object] = {"nickname": "n", "agent_type": "explore", "task": "t", **kw}
+    return RunRecord(run_id=run_id, agent_id=run_id, **d)  # type: ignore[arg-type]
+
+
+def test_wal_mode_and_schema_version(tmp_path: Path) -> None:
+    s = SQLiteStore(tmp_path / "a" / "state.db")
+    s.close()
+    conn = sqlite3.connect(tmp_path / "a" / "state.db")
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
+
+
+def test_the_default_store_is_sqlite_under_the_workspace(tmp_path: Path) -> None:
+    s = open_store(None, tmp_path)
+    try:
+        assert isinstance(s, SQLiteStore)
+        assert s.path == tmp_path / ".subagents" / "state.db"
+    finally:
+        s.close()
+
+
+def test_a_corrupt_file_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    p = tmp_path / "state.db"
+    p.write_bytes(b"this is not a database at all, just some text that fills a page" * 100)
+    with pytest.raises(StoreError) as e:
+        SQLiteStore(p)
+    assert str(e.value) == (
+        f"the run store {p} is corrupt or not a SQLite database (file is not a database); move it aside "
+        f"(mv {p} {p}.bad) to start a new store, or restore it from a backup")
+
+
+def test_a_locked_database_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    p = tmp_path / "state.db"
+    SQLiteStore(p).close()
+    holder = sqlite3.connect(p, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreError) as e:
+            SQLiteStore(p, timeout=0.05)
+        assert str(e.value) == (
+            f"the run store {p} is locked by another process (database is locked) while opening it; stop the "
+            "other subagents process that holds it, or point [store] url at another file")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_an_unwritable_place_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    p = blocker / "state.db"
+    with pytest.raises(StoreError) as e:
+        SQLiteStore(p)
+    assert str(e.value).startswith(f"cannot create the directory of the run store {p} (")
+    assert str(e.value).endswith("); create it, or point [store] url at a writable path")
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "state.db"
+    conn = sqlite3.connect(p)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(StoreError) as e:
+        SQLiteStore(p)
+    assert str(e.value) == (f"the run store {p} has schema version 99, newer than the {SCHEMA_VERSION} this "
+                            "subagents understands; upgrade subagents, or point [store] url at another file")
+
+
+def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "state.db"
+    conn = sqlite3.connect(p)
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    with pytest.raises(StoreError) as e:
+        SQLiteStore(p)
+    assert str(e.value) == (f"the run store {p} is a SQLite database but not a subagents store; "
+                            "point [store] url at another file")
+
+
+def test_migrates_a_version_1_store_forward_keeping_its_data(tmp_path: Path) -> None:
+    p = tmp_path / "state.db"
+    conn = sqlite3.connect(p, isolation_level=None)
+    conn.executescript(V1_SCHEMA)
+    conn.execute("INSERT INTO runs (run_id, agent_id, nickname, agent_type, task, status, created_at, usage) "
+                 "VALUES ('old', 'old', 'explore-ada', 'explore', 'scan', 'completed', 1.0, '{\"input_tokens\": 7}')")
+    conn.execute("INSERT INTO transcript VALUES ('old', 0, ?)",
+                 ('{"role":"user","content":[{"kind":"text","text":"hi"}]}',))
+    conn.execute("INSERT INTO announcements VALUES ('old:1', 'p', 'old', 'done', 2.0, NULL)")
+    conn.close()
+    s = SQLiteStore(p)
+    try:
+        assert s.migrated_from == 1
+        got = s.get_run("old")
+        assert got == rec("old", nickname="explore-ada", task="scan", status="completed", created_at=1.0,
+                          usage={"input_tokens": 7}, runs=0, owner="")
+        assert s.transcript("old") == [Message.user("hi")]
+        assert [a.id for a in s.pending_announcements()] == ["old:1"]
+        s.heartbeat(s.owner, 3.0)  # a v2 table
+        s.flush()
+        assert s.owner_heartbeat(s.owner) == 3.0
+    finally:
+        s.close()
+    conn = sqlite3.connect(p)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    finally:
+        conn.close()
+
+
+def test_reads_see_writes_after_flush_and_survive_reopen(tmp_path: Path) -> None:
+    p = tmp_path / "state.db"
+    s = SQLiteStore(p)
+    s.create_run(rec("r1"))
+    for i in range(200):
+        s.append_messages("r1", i, [Message.user(str(i))])
+    s.update_run("r1", {"status": "running"})
+    s.flush()
+    assert len(s.transcript("r1")) == 200
+    s.close()
+    s2 = SQLiteStore(p)
+    try:
+        got = s2.get_run("r1")
+        assert got is not None
+        assert got.status == "running"
+        assert [m.text for m in s2.transcript("r1")][-2:] == ["198", "199"]
+    finally:
+        s2.close()
+
+
+def test_a_writer_failure_surfaces_on_the_next_call(tmp_path: Path) -> None:
+    p = tmp_path / "state.db"
+    s = SQLiteStore(p, timeout=0.05)
+    s.create_run(rec("r1"))
+    s.flush()
+    holder = sqlite3.connect(p, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        s.update_run("r1", {"status": "running"})
+        with pytest.raises(StoreError) as e:
+            s.flush()
+        assert str(e.value) == (
+            f"the run store {p} is locked by another process (database is locked) while writing to it; stop the "
+            "other subagents process that holds it, or point [store] url at another file")
+        with pytest.raises(StoreError):
+            s.update_run("r1", {"status": "completed"})
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        with pytest.raises(StoreError):
+            s.close()
+
+
+def test_a_closed_store_says_so(tmp_path: Path) -> None:
+    s = SQLiteStore(tmp_path / "state.db")
+    s.close()
+    s.close()  # idempotent
+    with pytest.raises(StoreError) as e:
+        s.create_run(rec("r1"))
+    assert str(e.value) == f"the run store {tmp_path / 'state.db'} is closed; open a new Runtime to use it"
