@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..exceptions import DefinitionError, SpawnError
-from ..messages import Message, ToolResultBlock, Usage
+from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
 from ..store.base import AnnouncementRecord, RunRecord, Store
 from .limits import Limits
 from .loop import Final
@@ -148,7 +148,9 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
     if last is None:
         prompt = rec.task
     elif last.role == "assistant" and last.tool_uses:
-        m = Message("user", [ToolResultBlock(b.id, INTERRUPTED_TOOL, True) for b in last.tool_uses])
+        content: list[Block] = [ToolResultBlock(b.id, INTERRUPTED_TOOL, True) for b in last.tool_uses]
+        content.extend(TextBlock(t) for t in core.inbox.drain())  # the tool boundary: announcements join it
+        m = Message("user", content)
         core.messages.append(m)
         if core.on_message is not None:
             core.on_message(m)
@@ -195,11 +197,11 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
         if r.run_id not in by_id and r.run_id not in report.failed:
             _mark_interrupted(store, r, now, mgr.cfg.result_max_chars)
             report.interrupted.append(r.run_id)
+    for a in store.pending_announcements():  # before the starts: they join the first message of the resumed run
+        _hand_over(mgr, a, report)
     for run_id in [i for i in by_id if i in open_ids]:
         node, rec = by_id[run_id]
         _start(mgr, node, rec, report)
-    for a in store.pending_announcements():
-        _hand_over(mgr, a, report)
     for run_id in report.resumed:  # announcements queued while the parent was not started yet go to its inbox
         node = by_id[run_id][0]
         for a in node.followups:
