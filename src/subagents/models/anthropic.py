@@ -125,10 +125,19 @@ def _messages_out(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def to_anthropic(system: str, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
-    """The ``system``, ``messages`` and ``tools`` arguments of a Messages API call, with cache breakpoints."""
+def to_anthropic(system: str, messages: list[Message], tools: list[ToolSpec], system_prefix: int = 0
+                 ) -> dict[str, Any]:
+    """The ``system``, ``messages`` and ``tools`` arguments of a Messages API call, with cache breakpoints.
+
+    With ``0 < system_prefix < len(system)`` the system prompt goes as two blocks, each with a
+    breakpoint: the prefix inherited from the parent agent (shared by parent and children, so a
+    child reads the parent's cache) and the agent's own layers.
+    """
     params: dict[str, Any] = {"messages": _messages_out(messages)}
-    if system:
+    if 0 < system_prefix < len(system):
+        params["system"] = [{"type": "text", "text": system[:system_prefix], "cache_control": CACHE},
+                            {"type": "text", "text": system[system_prefix:], "cache_control": CACHE}]
+    elif system:
         params["system"] = [{"type": "text", "text": system, "cache_control": CACHE}]
     if tools:
         out_tools: list[dict[str, Any]] = [
@@ -226,7 +235,7 @@ class AnthropicModel:
         self.retry = retry or RetryPolicy()
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        params = to_anthropic(request.system, request.messages, request.tools)
+        params = to_anthropic(request.system, request.messages, request.tools, request.system_prefix)
         params["model"] = self.model
         params["max_tokens"] = self.max_output_tokens
         return await call_with_retries(lambda: self._attempt(params, request), self.retry)

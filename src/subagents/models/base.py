@@ -73,7 +73,9 @@ class ModelRequest:
     """Everything a model needs for one call.
 
     ``on_text`` (optional) receives text deltas as a streaming adapter produces them; adapters
-    that do not stream simply never call it.
+    that do not stream simply never call it.  ``system_prefix`` is the length of the part of
+    ``system`` inherited verbatim from the parent agent (its base prompt): an adapter with prompt
+    caching puts a cache breakpoint there so parent and children share that cached prefix.
     """
 
     agent: AgentInfo
@@ -81,6 +83,7 @@ class ModelRequest:
     messages: list[Message]
     tools: list[ToolSpec]
     on_text: Callable[[str], None] | None = None
+    system_prefix: int = 0
 
     @property
     def last_user_text(self) -> str:

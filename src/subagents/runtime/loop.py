@@ -72,7 +72,7 @@ class AgentCore:
 
     __slots__ = (
         "_cost_known", "_deltas", "budget", "bus", "cost", "ctx", "inbox", "info", "last_text", "limits", "messages",
-        "model", "on_message", "registry", "started", "system", "tool_calls", "turns", "usage",
+        "model", "on_message", "registry", "started", "system", "system_prefix", "tool_calls", "turns", "usage",
     )
 
     def __init__(
@@ -92,6 +92,7 @@ class AgentCore:
         self.info = info
         self.model = model
         self.system = system
+        self.system_prefix = 0  # length of the inherited base prompt at the start of ``system``
         self.registry = registry
         self.ctx = ctx
         self.limits = limits or Limits()
@@ -184,7 +185,7 @@ class AgentCore:
     async def _call_model(self) -> ModelResponse:
         on_text = self._on_delta if self.bus.active else None
         self._deltas = False
-        req = ModelRequest(self.info, self.system, self.messages, self.registry.specs(), on_text)
+        req = ModelRequest(self.info, self.system, self.messages, self.registry.specs(), on_text, self.system_prefix)
         return await self.model.request(req)
 
     def _on_delta(self, delta: str) -> None:
