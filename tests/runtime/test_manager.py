@@ -638,3 +638,30 @@ async def test_wait_any_returns_when_one_is_already_done(workdir: Path) -> None:
         results, running, timed_out = await rt.manager.wait([fast.id, slow.id], 5, any_=True)
         assert (list(results), running, timed_out) == ([fast.id], [slow.id], False)
         gate.set()
+
+
+@pytest.mark.parametrize(("n", "full", "hidden"), [(20, True, 0), (200, False, 0), (400, False, 119)])
+async def test_wait_fits_many_results_into_one_tool_output(workdir: Path, n: int, full: bool, hidden: int) -> None:
+    got: list[str] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        if req.agent.depth == 1:
+            return ModelResponse(text=f"finding {task_of(req)} " + "z" * 300)
+        k = len(req.messages)
+        if k == 1:
+            return ModelResponse(tool_calls=[spawn("explore", f"p{i}", background=True) for i in range(n)])
+        if k == 3:
+            return ModelResponse(tool_calls=[ToolCall("wait", {})])
+        got.append(last_results(req)[0])
+        return ModelResponse(text="ok")
+
+    async with runtime(workdir, fn, max_threads=n) as rt:
+        await rt.run("fan out")
+    out = got[0]
+    assert out.startswith(f"[wait: {n} finished, 0 still running; timed_out=false]")
+    assert len(out) <= 50_000  # never cut by the tool output cap
+    assert ("[agent explore-" in out) is full
+    assert out.count("finding p") == n - hidden
+    if hidden:
+        assert out.endswith(f"[{hidden} more finished results not shown; call wait(agent_ids=[...]) with their ids "
+                            "(from list_agents) to read them]")

@@ -12,11 +12,15 @@ from typing import TYPE_CHECKING
 from ..exceptions import SpawnError, ToolError
 from .node import AgentNode
 from .prompts import compressed_result
+from .result import RunResult
 
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["ManagerControl"]
+__all__ = ["WAIT_BUDGET", "ManagerControl"]
+
+WAIT_BUDGET = 45_000
+"""Characters of results one ``wait`` returns (the tool output cap is 50,000)."""
 
 
 class ManagerControl:
@@ -78,19 +82,42 @@ class ManagerControl:
             return "you have no sub-agents to wait for"
         results, running, timed_out = await self.mgr.wait([n.id for n in nodes], timeout_s,
                                                           any_=return_when == "any")
-        cap = self.mgr.cfg.result_max_chars
-        parts = []
-        for n in nodes:
-            r = results.get(n.id)
-            if r is not None:
-                self.mgr.withdraw_announcement(caller, n.id)
-                parts.append(compressed_result(r, cap))
+        finished = [(n, results[n.id]) for n in nodes if n.id in results]
+        for n, _ in finished:
+            self.mgr.withdraw_announcement(caller, n.id)
         head = (f"{len(results)} finished, {len(running)} still running"
                 + (f" (timed out after {timeout_s}s)" if timed_out else ""))
         if running:
             nick = {n.id: n.nickname for n in nodes}
-            head += ": " + ", ".join(f"{nick[i]} ({i})" for i in running)
-        return "\n\n".join([f"[wait: {head}; timed_out={str(timed_out).lower()}]", *parts])
+            shown = running[:50]
+            head += ": " + ", ".join(f"{nick[i]} ({i})" for i in shown)
+            if len(running) > len(shown):
+                head += f" and {len(running) - len(shown)} more"
+        return "\n\n".join([f"[wait: {head}; timed_out={str(timed_out).lower()}]",
+                             *self._results_text(finished)])
+
+    def _results_text(self, finished: list[tuple[AgentNode, RunResult]]) -> list[str]:
+        """The finished children's results, fitted into one tool output: full compressed results while
+        they fit, then one line each, then a count of those not shown (``wait`` on their ids shows them)."""
+        if not finished:
+            return []
+        per_child = WAIT_BUDGET // len(finished)
+        if per_child >= 1_500:
+            cap = min(self.mgr.cfg.result_max_chars, per_child - 400)
+            return [compressed_result(r, cap) for _, r in finished]
+        shown = finished[: WAIT_BUDGET // 160]
+        width = max(60, WAIT_BUDGET // len(shown) - 100)
+        lines = []
+        for n, r in shown:
+            text = " ".join(r.text.split())
+            text = text if len(text) <= width else text[: width - 1] + "…"
+            lines.append(f"- {n.nickname} ({n.id}) {r.status}/{r.outcome}: {text or '(no output)'}")
+        out = ["(many results: one line each; wait(agent_ids=[...]) on fewer ids shows them in full, "
+               "rt.result(id) has the whole text)", "\n".join(lines)]
+        if len(finished) > len(shown):
+            out.append(f"[{len(finished) - len(shown)} more finished results not shown; "
+                       "call wait(agent_ids=[...]) with their ids (from list_agents) to read them]")
+        return out
 
     async def close_agent(self, caller_id: str, agent_id: str) -> str:
         caller = self._caller(caller_id)

@@ -42,7 +42,7 @@ class Limits:
 
     def merged(self, override: Limits | None) -> Limits:
         """These limits with every non-``None`` field of ``override`` taking precedence."""
-        if override is None:
+        if override is None or override == _NO_LIMITS:
             return self
         return replace(self, **{f.name: getattr(override, f.name) for f in fields(override)
                                 if getattr(override, f.name) is not None})
@@ -58,6 +58,9 @@ class Limits:
     def check_cost(self, cost: float | None) -> None:
         if self.max_cost_usd is not None and cost is not None and cost > self.max_cost_usd:
             raise LimitExceeded("max_cost_usd", self.max_cost_usd, round(cost, 6))
+
+
+_NO_LIMITS = Limits()
 
 
 class Budget:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -33,6 +32,7 @@ from ..store.base import AnnouncementRecord, RunRecord, Store
 from ..tools.base import Tool, ToolCategory, ToolContext, ToolRegistry
 from ..tools.paths import Workspace
 from .events import Event, EventBus
+from .ids import new_agent_id
 from .limits import Budget, Limits
 from .loop import AgentCore, Stopped
 from .nicknames import NicknamePool
@@ -95,6 +95,7 @@ class AgentManager:
         self.nicknames = NicknamePool()
         self._models: dict[str, Model] = {}
         self._todos: dict[str, list[dict[str, Any]]] = {}
+        self._registries: dict[tuple[str, bool], ToolRegistry] = {}
         self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
         self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
         self.control = control_factory(self) if control_factory is not None else None
@@ -236,7 +237,7 @@ class AgentManager:
                prompt: str, description: str, label: str | None, background: bool | None, cleanup: str,
                history: list[Message] | None, *, ids: tuple[str, str] | None = None) -> AgentNode:
         # ``ids``: (id, nickname) of a run restored from the store (see recovery.adopt)
-        agent_id = str(uuid.uuid4()) if ids is None else ids[0]
+        agent_id = new_agent_id() if ids is None else ids[0]
         nickname = self.nicknames.take(d.name, d.nickname_candidates) if ids is None else ids[1]
         info = AgentInfo(agent_id, nickname, d.name, depth, parent.id if parent else None)
         # 5. prompt layering: the base is inherited verbatim from the root
@@ -245,10 +246,7 @@ class AgentManager:
                                      is_child=parent is not None, briefing=self.cfg.briefing,
                                      notes=self.notepad[-10:])
         # 6. the fence
-        deny = set(d.disallowed_tools)
-        if depth >= self.cfg.max_depth:
-            deny |= self._spawn_tools
-        registry = ToolRegistry(self.tools, allow=d.tools, deny=deny, agent_type=d.name)
+        registry = self._registry_for(d, depth >= self.cfg.max_depth)
         root_id = parent.root_id if parent else agent_id
         todos = self._todos.setdefault(root_id, [])
         ctx = ToolContext(agent=info, workspace=self.workspace, todos=todos, control=self.control,
@@ -263,6 +261,15 @@ class AgentManager:
         core.on_message = self._message_sink(node)
         core.inbox.on_deliver = self._delivered_sink(node)
         return node
+
+    def _registry_for(self, d: AgentDefinition, at_max_depth: bool) -> ToolRegistry:
+        """A registry for a new agent: its own instance over the fence computed once per type and depth class."""
+        key = (d.name, at_max_depth)
+        template = self._registries.get(key)
+        if template is None:
+            deny = set(d.disallowed_tools) | (self._spawn_tools if at_max_depth else set())
+            template = self._registries[key] = ToolRegistry(self.tools, allow=d.tools, deny=deny, agent_type=d.name)
+        return template.clone()
 
     # ------------------------------------------------------------------------------------------
     # running

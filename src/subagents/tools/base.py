@@ -223,6 +223,14 @@ class ToolRegistry:
         self.max_output = max_output
         self._specs: list[ToolSpec] | None = None
 
+    def clone(self) -> ToolRegistry:
+        """A new registry instance with the same fence (the fence data is immutable, so it is shared)."""
+        twin = ToolRegistry.__new__(ToolRegistry)
+        twin.known, twin.allowed, twin.agent_type, twin.max_output = (
+            self.known, self.allowed, self.agent_type, self.max_output)
+        twin._specs = self.specs()
+        return twin
+
     def specs(self) -> list[ToolSpec]:
         """The tools as the model sees them (only those inside the fence)."""
         if self._specs is None:
