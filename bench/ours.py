@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -42,6 +43,25 @@ from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCal
 
 SPAWN = "spawn_agent"
 WAIT_CHUNK = 100
+
+
+def _wait_results(content: str) -> dict[str, str]:
+    """{child id: text} from a ``wait`` result: full compressed results, or one line each when many."""
+    head, *parts = content.split("\n\n")
+    n = int(head.removeprefix("[wait: ").split(" ", 1)[0])
+    assert " 0 still running" in head, head
+    out: dict[str, str] = {}
+    if parts and parts[0].startswith("(many results"):
+        for line in parts[1].splitlines():
+            m = re.match(r"^- \S+ \((\S+)\) completed/ok: (.*)$", line)
+            assert m, line
+            out[m.group(1)] = m.group(2)
+    else:
+        for p in parts:
+            header, body = _split_compressed(p)
+            out[header.split(" · id ", 1)[1].split(" ", 1)[0]] = body
+    assert len(out) == n, (len(out), n)
+    return out
 
 
 def _split_compressed(content: str) -> tuple[str, str]:
@@ -103,19 +123,15 @@ class Script:
             for r in spawned:
                 assert not r.is_error, r.content
             self.ids = [json.loads(r.content)["agent_id"] for r in spawned]
-            # wait for all of them, in chunks: one tool output is capped at 50,000 characters
-            # (tools.base.MAX_TOOL_OUTPUT), i.e. ~200 compressed results (see docs/benchmarks.md)
+            # wait for all of them, in chunks: one wait shows up to ~280 results (one line each when
+            # many; runtime.control.WAIT_BUDGET), so a fan-out of 10,000 waits in chunks of 100
             return ModelResponse(tool_calls=[
                 ToolCall("wait", {"agent_ids": self.ids[i:i + WAIT_CHUNK]}, id=f"wait_{i}")
                 for i in range(0, n, WAIT_CHUNK)])
         got: dict[str, str] = {}
         for res in last.tool_results:
             assert not res.is_error, res.content
-            head, *parts = res.content.split("\n\n")
-            assert head.startswith(f"[wait: {len(parts)} finished, 0 still running"), head
-            for p in parts:
-                header, body = _split_compressed(p)
-                got[header.split(" · id ", 1)[1].split(" ", 1)[0]] = body
+            got.update(_wait_results(res.content))
         assert sorted(got) == sorted(self.ids), (len(got), n)
         assert all(body == CHILD_TEXT for body in got.values())
         return ModelResponse(text=PARENT_TEXT)
