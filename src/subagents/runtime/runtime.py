@@ -175,7 +175,22 @@ class Runtime:
                   model: Model | str | None = None) -> RunResult:
         """Run a root agent to the end and return its result (limits stop it with partial work)."""
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
-        return await self.manager.wait_one(node)
+        result = await self.manager.wait_one(node)
+        await self._events_published()
+        return result
+
+    async def _events_published(self) -> None:
+        """When someone listens, return only once the run's events (held until committed) are out."""
+        if not self.bus.active:
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+
+        def committed() -> None:  # runs after the gates queued before it opened (same writer, same order)
+            loop.call_soon_threadsafe(lambda: None if fut.done() else fut.set_result(None))
+
+        if self.store.on_commit(committed):
+            await fut
 
     def run_sync(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
                  model: Model | str | None = None) -> RunResult:
