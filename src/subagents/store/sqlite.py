@@ -2,19 +2,23 @@
 
 How a write travels:
 
-1. The calling thread (the event loop) snapshots its arguments into a tuple and appends it to
-   a queue — a few microseconds, no I/O, no JSON.
-2. One writer thread takes everything queued, lingers a moment (``linger_s``, 2 ms by default,
-   cut short by :meth:`flush`) so that a busy runtime's writes share a transaction, folds the
-   batch into its net effect (a run created, updated and finished within one batch becomes one
-   ``INSERT``), serializes it and commits it in **one** transaction.  Batches are committed in
-   queue order, so the store applies operations in call order.
-3. After the commit it runs the batch's :meth:`on_commit` callbacks (the runtime publishes the
-   events that announce status changes from there — see ``docs/durability.md``).
+1. The calling thread (the event loop) snapshots its arguments into a tuple and appends it to the
+   batch being gathered — about a microsecond, no I/O.  The first op of a batch schedules its
+   hand-off ``linger_s`` later (2 ms; at once when no event loop runs, and on :meth:`flush`).
+2. The hand-off folds the batch into its net effect (a run created, updated and finished within
+   one batch becomes one ``INSERT``), serializes it and turns it into a few multi-row statements,
+   still on the calling thread, then puts them on the writer's queue (which never blocks).
+3. One writer thread commits everything queued in **one** transaction, in queue order (so the
+   store applies operations in call order), then runs the batch's :meth:`on_commit` callbacks (the
+   runtime publishes the events that announce status changes from there — see ``docs/durability.md``)
+   and wakes :meth:`flush` waiters.  Preparing on the calling thread keeps the writer's use of the
+   GIL to a few short calls per batch, so it seldom makes the event loop wait for it.
 
 ``synchronous=NORMAL`` in WAL mode: a committed batch survives the process being killed; an OS
 crash or power loss may lose the last batches (``durable=True`` selects ``synchronous=FULL``).
+A SIGKILL loses at most the batch being gathered (``linger_s``) and the one being committed.
 
+The store is used from one thread at a time (the runtime's event loop thread, or a CLI command).
 Reads use their own connection and see what is committed; call :meth:`flush` first when a read
 must see this process's own recent writes.  A writer failure is kept and raised (as
 :class:`~subagents.exceptions.StoreError`) by every later call — it never vanishes.
@@ -22,12 +26,13 @@ must see this process's own recent writes.  A writer failure is kept and raised 
 
 from __future__ import annotations
 
-import collections
+import asyncio
 import contextlib
 import dataclasses
 import functools
 import json
 import operator
+import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -75,7 +80,7 @@ def _from_json(i: int, col: str) -> str:
 _INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({_COLS_SQL}) VALUES "
 
 
-def _insert_rows(c: sqlite3.Connection, prefix: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
+def _insert_rows(c: _Recorder, prefix: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
     """Insert many rows with one multi-row ``VALUES`` statement per chunk: one GIL release per chunk
     instead of one per row (``executemany`` steps row by row, and each step re-takes the GIL)."""
     per = max(1, 32_000 // ncols)
@@ -143,13 +148,15 @@ class SQLiteStore:
         self.owner = new_owner_id()
         self.migrated_from: int = SCHEMA_VERSION
         self._linger = linger_s
-        self._queue: collections.deque[tuple[Any, ...]] = collections.deque()
-        self._wake = threading.Condition(threading.Lock())
-        self._hurry = threading.Event()
+        self._pending: list[tuple[Any, ...]] = []  # ops of the batch being gathered (calling thread)
+        self._timer_loop: asyncio.AbstractEventLoop | None = None  # where the hand-off of that batch is due
+        # prepared batches for the writer; SimpleQueue.put never blocks the caller (no lock the writer holds)
+        self._queue: queue.SimpleQueue[tuple[list[tuple[str, Any, bool]], list[tuple[Any, ...]]]] = (
+            queue.SimpleQueue())
         self._error: StoreError | None = None
         self._closed = False
         self._read_lock = threading.Lock()
-        self._tails: dict[str, int] = {}  # writer thread only: run id -> next transcript seq committed
+        self._tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
         self._wconn = self._open(timeout, durable)
         try:
             self._rconn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
@@ -202,10 +209,42 @@ class SQLiteStore:
             raise self._error
         if self._closed:
             raise StoreError(f"the run store {self.path} is closed; open a new Runtime to use it")
-        self._queue.append(op)
-        if len(self._queue) == 1:
-            with self._wake:
-                self._wake.notify()
+        self._pending.append(op)
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self._handoff()
+        elif self._timer_loop is not loop:  # the first op of a batch: hand it over in linger_s
+            self._timer_loop = loop
+            loop.call_later(self._linger, self._handoff)
+
+    def _handoff(self) -> None:
+        """Fold the pending ops into statements (on the calling thread) and queue them for the writer.
+
+        Preparing here keeps the writer's use of the GIL to a few short calls per batch, so it
+        hardly ever makes the event loop wait.
+        """
+        self._timer_loop = None
+        ops, self._pending = self._pending, []
+        if not ops:
+            return
+        plan = _Plan()
+        signals: list[tuple[Any, ...]] = []
+        for op in ops:
+            if op[0] in (_FLUSH, _CALL, _STOP):
+                signals.append(op)
+            else:
+                plan.add(op)
+        stmts = _Recorder()
+        try:
+            if not plan.empty():
+                plan.apply(stmts, self._tails)
+        except (ValueError, TypeError, OverflowError) as e:
+            self._error = _error(self.path, e, "preparing a write")
+            stmts.calls.clear()
+        self._queue.put((stmts.calls, signals))
 
     def create_run(self, rec: RunRecord) -> None:
         """Record a new run; the store takes ``rec`` over (the caller must not change it afterwards)."""
@@ -249,8 +288,8 @@ class SQLiteStore:
         if self._closed:
             return
         done = threading.Event()
-        self._put((_FLUSH, done))
-        self._hurry.set()
+        self._pending.append((_FLUSH, done))
+        self._handoff()
         while not done.wait(0.5):
             if not self._thread.is_alive():
                 break
@@ -264,10 +303,8 @@ class SQLiteStore:
             self.flush()
         finally:
             self._closed = True
-            self._queue.append((_STOP,))
-            self._hurry.set()
-            with self._wake:
-                self._wake.notify()
+            self._pending.append((_STOP,))
+            self._handoff()
             self._thread.join()
             self._wconn.close()
             self._rconn.close()
@@ -348,44 +385,55 @@ class SQLiteStore:
     def _writer(self) -> None:
         q = self._queue
         while True:
-            with self._wake:
-                while not q:
-                    self._wake.wait()
-            if self._linger and not self._hurry.is_set():
-                self._hurry.wait(self._linger)
-            self._hurry.clear()
-            batch = []
-            while q:
-                batch.append(q.popleft())
+            batches = [q.get()]
+            while not q.empty():
+                batches.append(q.get_nowait())
             if self._error is None:
-                self._commit_or_fail(batch)
-            for op in batch:  # flush waiters and commit callbacks run even after a failure
-                if op[0] == _FLUSH:
-                    op[1].set()
-                elif op[0] == _CALL:
-                    with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
-                        op[1]()
-            if any(op[0] == _STOP for op in batch):
+                self._commit_or_fail([c for calls, _ in batches for c in calls])
+            stop = False
+            for _, signals in batches:  # flush waiters and commit callbacks run even after a failure
+                for op in signals:
+                    if op[0] == _FLUSH:
+                        op[1].set()
+                    elif op[0] == _CALL:
+                        with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
+                            op[1]()
+                    else:
+                        stop = True
+            if stop:
                 return
 
-    def _commit_or_fail(self, batch: list[tuple[Any, ...]]) -> None:
+    def _commit_or_fail(self, calls: list[tuple[str, Any, bool]]) -> None:
+        if not calls:
+            return
+        c = self._wconn
         try:
-            self._commit(batch)
+            c.execute("BEGIN IMMEDIATE")
+            for sql, params, many in calls:
+                if many:
+                    c.executemany(sql, params)
+                else:
+                    c.execute(sql, params)
+            c.execute("COMMIT")
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
             self._error = _error(self.path, e, "writing to it")
             with contextlib.suppress(sqlite3.Error):
-                self._wconn.execute("ROLLBACK")
+                c.execute("ROLLBACK")
 
-    def _commit(self, batch: list[tuple[Any, ...]]) -> None:
-        plan = _Plan()
-        for op in batch:
-            plan.add(op)
-        if plan.empty():
-            return
-        c = self._wconn
-        c.execute("BEGIN IMMEDIATE")
-        plan.apply(c, self._tails)
-        c.execute("COMMIT")
+
+class _Recorder:
+    """Stands in for a connection while a batch is prepared: records the statements for the writer."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any, bool]] = []
+
+    def execute(self, sql: str, params: Any = ()) -> None:
+        self.calls.append((sql, params, False))
+
+    def executemany(self, sql: str, params: Any) -> None:
+        self.calls.append((sql, params, True))
 
 
 class _Plan:
@@ -449,6 +497,8 @@ class _Plan:
         t[1] = start + len(msgs)
 
     def _update(self, run_id: str, fields: dict[str, Any]) -> None:
+        if not fields:
+            return
         rec = self.inserts.get(run_id)
         if rec is not None:
             for k, v in fields.items():
@@ -464,7 +514,7 @@ class _Plan:
         else:
             self.delivered.setdefault(ann_id, at)
 
-    def apply(self, c: sqlite3.Connection, tails: dict[str, int]) -> None:
+    def apply(self, c: _Recorder, tails: dict[str, int]) -> None:
         """Write the batch with a handful of statements: rows travel as one JSON array per statement
         (``json_each``), so the writer holds the GIL briefly and releases it a few times per batch, not per row.
 
@@ -488,7 +538,7 @@ class _Plan:
             self._apply_transcript(c, tails)
         self._apply_announcements(c)
 
-    def _apply_transcript(self, c: sqlite3.Connection, tails: dict[str, int]) -> None:
+    def _apply_transcript(self, c: _Recorder, tails: dict[str, int]) -> None:
         cut = [(r, t[0]) for r, t in self.trans.items()
                if r not in self.inserts and (r not in tails or t[0] < tails[r])]
         if cut:
@@ -500,7 +550,7 @@ class _Plan:
         for r, t in self.trans.items():
             tails[r] = t[1]
 
-    def _apply_announcements(self, c: sqlite3.Connection) -> None:
+    def _apply_announcements(self, c: _Recorder) -> None:
         if self.anns:
             c.executemany(f"INSERT OR IGNORE INTO announcements ({_ANN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
                           [(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
