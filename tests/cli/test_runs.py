@@ -1,0 +1,121 @@
+"""``subagents runs``: list, show, tree, tail, wait, cancel, resume, sweep on a seeded SQLite store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from subagents.cli.main import main
+from subagents.messages import Message
+from subagents.models import FunctionModel
+from subagents.store import RunRecord
+from subagents.store.sqlite import SQLiteStore
+
+DEAD = "gone-host:999999999:x"
+ROOT = "aaaa1111-0000-0000-0000-000000000000"
+KID = "bbbb2222-0000-0000-0000-000000000000"
+KID2 = "bbbb3333-0000-0000-0000-000000000000"
+
+
+def rec(run_id: str, nickname: str, **kw: object) -> RunRecord:
+    d: dict[str, object] = {"agent_type": "explore", "task": "scan it", "status": "completed", "outcome": "ok",
+                            "root_id": ROOT, "owner": DEAD, "created_at": 1.0, "started_at": 1.0, "ended_at": 3.0,
+                            "result_text": f"{nickname} says hi", "runs": 1, **kw}
+    return RunRecord(run_id=run_id, agent_id=run_id, nickname=nickname, **d)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def db(isolated: Path) -> Path:
+    path = isolated / "runs.db"
+    s = SQLiteStore(path)
+    s.create_run(rec(ROOT, "general-purpose-ada", agent_type="general-purpose", label="the root"))
+    s.create_run(rec(KID, "explore-ada", parent_id=ROOT, depth=1, created_at=2.0, label="docs"))
+    s.create_run(rec(KID2, "explore-grace", parent_id=ROOT, depth=1, created_at=2.5, status="running",
+                     outcome=None, result_text=None, ended_at=None))
+    s.append_messages(KID, 0, [Message.user("scan it"), Message.assistant("explore-ada says hi")])
+    s.close()
+    return path
+
+
+def run(db: Path, *args: str, model: FunctionModel | None = None) -> int:
+    return main(["runs", "--store", f"sqlite:///{db}", *args], model=model)
+
+
+def test_list_and_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(db, "list") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["ID", "NICKNAME", "TYPE", "STATUS", "OUTCOME", "D", "AGE", "LABEL"]
+    assert [ln.split()[:4] for ln in out[1:]] == [["aaaa1111", "general-purpose-ad", "general-purpose", "completed"],
+                                                  ["bbbb2222", "explore-ada", "explore", "completed"],
+                                                  ["bbbb3333", "explore-grace", "explore", "running"]]
+    assert run(db, "list", "--status", "running", "--json") == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [KID2]
+
+
+def test_ids_by_prefix_or_nickname_and_clear_refusals(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(db, "show", "explore-ada", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == KID
+    assert run(db, "show", "aaaa") == 0
+    out = capsys.readouterr().out
+    assert "general-purpose-ada says hi" in out
+    assert "stats:                 runtime 2.0s" in out
+    assert run(db, "show", "bbbb") == 2
+    assert capsys.readouterr().err == (
+        "error: 'bbbb' matches 2 runs (bbbb2222-000 (explore-ada), bbbb3333-000 (explore-grace)); "
+        "give more characters of the id\n")
+    assert run(db, "show", "zzzz") == 2
+    assert capsys.readouterr().err == ("error: no run matches 'zzzz'; 'subagents runs list --all' shows the runs "
+                                       "with their ids and nicknames\n")
+
+
+def test_tree_and_tail(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(db, "tree", "aaaa") == 0
+    assert capsys.readouterr().out == (
+        "general-purpose-ada [general-purpose] completed/ok aaaa1111  the root\n"
+        "  explore-ada [explore] completed/ok bbbb2222  docs\n"
+        "  explore-grace [explore] running bbbb3333  \n")
+    assert run(db, "tail", "explore-ada") == 0
+    assert capsys.readouterr().out == ("user: scan it\nassistant: explore-ada says hi\n"
+                                       "-- status: completed / ok\n")
+
+
+def test_wait(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(db, "wait", "explore-ada") == 0
+    assert capsys.readouterr().out == "explore-ada completed/ok\n"
+    assert run(db, "wait", "explore-grace", "--timeout", "0") == 1
+    assert capsys.readouterr().err == "explore-grace is still running after 0.0s\n"
+
+
+def test_cancel_an_orphan_directly_and_a_live_run_by_request(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(db, "cancel", "explore-ada") == 2
+    assert "has already ended (completed); nothing to cancel" in capsys.readouterr().err
+    assert run(db, "cancel", "explore-grace") == 0
+    assert capsys.readouterr().out == ("Cancelled 1 run(s): no live process owned explore-grace, so the store was "
+                                       "updated directly.\n")
+    s = SQLiteStore(db)
+    try:
+        got = s.get_run(KID2)
+        assert got is not None
+        assert (got.status, got.outcome) == ("shutdown", "cancelled")
+        live = rec("cccc4444-0000-0000-0000-000000000000", "explore-live", status="running", owner=s.owner)
+        s.create_run(live)
+        s.flush()
+    finally:
+        s.close()
+    assert run(db, "cancel", "explore-live") == 0
+    assert capsys.readouterr().out.startswith("Cancel requested: the process that runs explore-live (pid ")
+
+
+def test_resume_an_orphan_here(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = FunctionModel(lambda req: f"again after {len(req.messages)} messages")
+    assert run(db, "resume", "explore-ada", "one more time", model=model) == 0
+    assert capsys.readouterr().out == "again after 3 messages\n"
+
+
+def test_sweep(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(db, "sweep") == 0  # the two finished runs ended in 1970: long past archive_after_minutes
+    assert capsys.readouterr().out == "Archived 2 run(s), deleted 0 run(s).\n"
+    assert run(db, "list", "--json") == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [KID2]
