@@ -8,11 +8,11 @@ bytes in blocks and formats them as standard UUID strings.
 from __future__ import annotations
 
 import os
-import uuid
 
 __all__ = ["new_agent_id"]
 
 _BLOCK = 16 * 512
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
 _pool = b""
 _pos = _BLOCK
 
@@ -23,6 +23,7 @@ def new_agent_id() -> str:
     if _pos >= len(_pool):
         _pool = os.urandom(_BLOCK)
         _pos = 0
-    raw = _pool[_pos:_pos + 16]
+    h = _pool[_pos:_pos + 16].hex()
     _pos += 16
-    return str(uuid.UUID(bytes=raw, version=4))
+    # version 4 in the 13th hex digit, the RFC 4122 variant (10xx) in the 17th
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"

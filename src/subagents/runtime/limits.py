@@ -31,14 +31,14 @@ class Limits:
     max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
+        for name, v, whole in (("max_turns", self.max_turns, True), ("max_tokens", self.max_tokens, True),
+                               ("timeout_s", self.timeout_s, False), ("max_cost_usd", self.max_cost_usd, False)):
             if v is None:
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise UserError(f"Limits.{f.name} must be a positive number or None, got {v!r}")
-            if f.name in ("max_turns", "max_tokens") and not isinstance(v, int):
-                raise UserError(f"Limits.{f.name} must be a whole number, got {v!r}")
+                raise UserError(f"Limits.{name} must be a positive number or None, got {v!r}")
+            if whole and not isinstance(v, int):
+                raise UserError(f"Limits.{name} must be a whole number, got {v!r}")
 
     def merged(self, override: Limits | None) -> Limits:
         """These limits with every non-``None`` field of ``override`` taking precedence."""
