@@ -177,3 +177,16 @@ def test_a_closed_store_says_so(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as e:
         s.create_run(rec("r1"))
     assert str(e.value) == f"the run store {tmp_path / 'state.db'} is closed; open a new Runtime to use it"
+
+
+def test_the_fast_message_encoder_matches_the_serializer() -> None:
+    import json
+
+    from subagents.messages import TextBlock, ToolResultBlock, ToolUseBlock, message_to_dict
+    from subagents.store.sqlite import message_json
+
+    msgs = [Message.user('hi ü "quoted"\n\ttab \u2028'),
+            Message("assistant", [TextBlock("t"), ToolUseBlock("t1", "grep", {"pattern": "a\\b", "n": [1, None]})]),
+            Message("user", [ToolResultBlock("t1", "ok"), ToolResultBlock("t2", "bad", is_error=True)]),
+            Message("assistant", [])]
+    assert [json.loads(message_json(m)) for m in msgs] == [message_to_dict(m) for m in msgs]

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import StoreError
-from ..messages import Message, message_from_dict, message_to_dict
+from ..messages import Message, TextBlock, ToolUseBlock, message_from_dict
 from ._schema import RUN_COLUMNS, SCHEMA_VERSION, migrate
 from .base import AnnouncementRecord, Request, RunRecord
 from .memory import new_owner_id
@@ -70,6 +70,22 @@ _get_row = operator.attrgetter(*RUN_COLUMNS)
 _JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_JSON_COLS))
 _BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_BOOL_COLS))
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_esc: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def message_json(m: Message) -> str:
+    """``json.dumps(message_to_dict(m))`` in compact form, built directly (2-3x faster on the hot path)."""
+    parts = []
+    for b in m.content:
+        if isinstance(b, TextBlock):
+            parts.append('{"kind":"text","text":' + _esc(b.text) + "}")
+        elif isinstance(b, ToolUseBlock):
+            parts.append('{"kind":"tool_use","id":' + _esc(b.id) + ',"name":' + _esc(b.name)
+                         + ',"arguments":' + _encode(b.arguments) + "}")
+        else:
+            parts.append('{"kind":"tool_result","tool_use_id":' + _esc(b.tool_use_id) + ',"content":'
+                         + _esc(b.content) + (',"is_error":true}' if b.is_error else "}"))
+    return '{"role":' + _esc(m.role) + ',"content":[' + ",".join(parts) + "]}"
 
 
 def _from_json(i: int, col: str) -> str:
@@ -210,13 +226,16 @@ class SQLiteStore:
         if self._closed:
             raise StoreError(f"the run store {self.path} is closed; open a new Runtime to use it")
         self._pending.append(op)
+        timer = self._timer_loop
+        if timer is not None and not timer.is_closed():
+            return  # a hand-off is already due for this batch
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
         if loop is None:
             self._handoff()
-        elif self._timer_loop is not loop:  # the first op of a batch: hand it over in linger_s
+        else:  # the first op of a batch: hand it over in linger_s
             self._timer_loop = loop
             loop.call_later(self._linger, self._handoff)
 
@@ -544,7 +563,7 @@ class _Plan:
         if cut:
             c.executemany("DELETE FROM transcript WHERE run_id = ? AND seq >= ?", cut)
         _insert_rows(c, "INSERT OR REPLACE INTO transcript (run_id, seq, message) VALUES ", 3,
-                     [(r, seq, _encode(message_to_dict(m))) for r, t in self.trans.items() for seq, m in t[2].items()])
+                     [(r, seq, message_json(m)) for r, t in self.trans.items() for seq, m in t[2].items()])
         if len(tails) > 50_000:
             tails.clear()
         for r, t in self.trans.items():
