@@ -183,7 +183,7 @@ def test_the_fast_message_encoder_matches_the_serializer() -> None:
     import json
 
     from subagents.messages import TextBlock, ToolResultBlock, ToolUseBlock, message_to_dict
-    from subagents.store.sqlite import message_json
+    from subagents.store._batch import message_json
 
     msgs = [Message.user('hi ü "quoted"\n\ttab \u2028'),
             Message("assistant", [TextBlock("t"), ToolUseBlock("t1", "grep", {"pattern": "a\\b", "n": [1, None]})]),

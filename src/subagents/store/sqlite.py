@@ -29,9 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import json
-import operator
 import queue
 import sqlite3
 import threading
@@ -40,98 +38,30 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import StoreError
-from ..messages import Message, TextBlock, ToolUseBlock, message_from_dict
-from ._schema import RUN_COLUMNS, SCHEMA_VERSION, migrate
+from ..messages import Message, message_from_dict
+from ._batch import (
+    ANN_COLS,
+    APPEND,
+    CALL,
+    COLS_SQL,
+    CREATE,
+    DELETE,
+    DELIVER,
+    FINISH,
+    FLUSH,
+    RUN_FIELDS,
+    SQL,
+    STOP,
+    UPDATE,
+    Plan,
+    Recorder,
+    record_from_row,
+)
+from ._schema import SCHEMA_VERSION, migrate
 from .base import AnnouncementRecord, Request, RunRecord
 from .memory import new_owner_id
 
 __all__ = ["SQLiteStore"]
-
-_JSON_COLS = frozenset({"usage", "limits"})
-_BOOL_COLS = frozenset({"background", "archived", "truncated"})
-_RUN_FIELDS = frozenset(RUN_COLUMNS)
-_COLS_SQL = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
-_INSERT_RUN = f"INSERT OR REPLACE INTO runs ({_COLS_SQL}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})"
-_ANN_COLS = "id, parent_id, child_id, text, created_at, delivered_at"
-
-# queue op codes
-_CREATE, _UPDATE, _APPEND, _FINISH, _DELIVER, _DELETE, _SQL, _CALL, _FLUSH, _STOP = range(10)
-
-
-def _col_value(name: str, v: Any) -> Any:
-    if name in _JSON_COLS:
-        return _encode(v)
-    if name in _BOOL_COLS:
-        return int(bool(v))
-    return v
-
-
-_get_row = operator.attrgetter(*RUN_COLUMNS)
-_JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_JSON_COLS))
-_BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_BOOL_COLS))
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
-_esc: Callable[[str], str] = json.encoder.encode_basestring
-
-
-def message_json(m: Message) -> str:
-    """``json.dumps(message_to_dict(m))`` in compact form, built directly (2-3x faster on the hot path)."""
-    parts = []
-    for b in m.content:
-        if isinstance(b, TextBlock):
-            parts.append('{"kind":"text","text":' + _esc(b.text) + "}")
-        elif isinstance(b, ToolUseBlock):
-            parts.append('{"kind":"tool_use","id":' + _esc(b.id) + ',"name":' + _esc(b.name)
-                         + ',"arguments":' + _encode(b.arguments) + "}")
-        else:
-            parts.append('{"kind":"tool_result","tool_use_id":' + _esc(b.tool_use_id) + ',"content":'
-                         + _esc(b.content) + (',"is_error":true}' if b.is_error else "}"))
-    return '{"role":' + _esc(m.role) + ',"content":[' + ",".join(parts) + "]}"
-
-
-def _from_json(i: int, col: str) -> str:
-    v = f"json_extract(value, '$[{i}]')"
-    return f"json({v})" if col in _JSON_COLS else v
-
-
-_INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({_COLS_SQL}) VALUES "
-
-
-def _insert_rows(c: _Recorder, prefix: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
-    """Insert many rows with one multi-row ``VALUES`` statement per chunk: one GIL release per chunk
-    instead of one per row (``executemany`` steps row by row, and each step re-takes the GIL)."""
-    per = max(1, 32_000 // ncols)
-    one = "(" + ", ".join("?" * ncols) + ")"
-    for i in range(0, len(rows), per):
-        chunk = rows[i:i + per]
-        c.execute(prefix + ", ".join([one] * len(chunk)), [v for row in chunk for v in row])
-
-
-@functools.lru_cache(maxsize=64)
-def _update_sql(keys: tuple[str, ...]) -> str:
-    sets = ", ".join(f'"{k}" = {_from_json(i + 1, k)}' for i, k in enumerate(keys))
-    return (f"UPDATE runs SET {sets} FROM (SELECT value FROM json_each(?)) AS j "
-            "WHERE runs.run_id = json_extract(j.value, '$[0]')")
-
-
-def _record_row(rec: RunRecord) -> list[Any]:
-    row: list[Any] = list(_get_row(rec))
-    for i in _JSON_IDX:
-        row[i] = _encode(row[i])
-    for i in _BOOL_IDX:
-        row[i] = int(bool(row[i]))
-    return row
-
-
-def _record_from_row(row: Sequence[Any]) -> RunRecord:
-    d: dict[str, Any] = {}
-    for c, v in zip(RUN_COLUMNS, row, strict=True):
-        if c in _JSON_COLS:
-            v = json.loads(v) if v else {}
-        elif c in _BOOL_COLS:
-            v = bool(v)
-        d[c] = v
-    return RunRecord(**d)
-
 
 def _error(path: Path, e: BaseException, doing: str) -> StoreError:
     """A :class:`StoreError` naming the file, what went wrong and what to do."""
@@ -249,14 +179,14 @@ class SQLiteStore:
         ops, self._pending = self._pending, []
         if not ops:
             return
-        plan = _Plan()
+        plan = Plan()
         signals: list[tuple[Any, ...]] = []
         for op in ops:
-            if op[0] in (_FLUSH, _CALL, _STOP):
+            if op[0] in (FLUSH, CALL, STOP):
                 signals.append(op)
             else:
                 plan.add(op)
-        stmts = _Recorder()
+        stmts = Recorder()
         try:
             if not plan.empty():
                 plan.apply(stmts, self._tails)
@@ -269,36 +199,36 @@ class SQLiteStore:
         """Record a new run; the store takes ``rec`` over (the caller must not change it afterwards)."""
         if not rec.owner:
             rec.owner = self.owner
-        self._put((_CREATE, rec))
+        self._put((CREATE, rec))
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         self._check_fields(fields)
-        self._put((_UPDATE, run_id, dict(fields)))
+        self._put((UPDATE, run_id, dict(fields)))
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
                         delivered: Sequence[str] = (), at: float = 0.0) -> None:
-        self._put((_APPEND, run_id, start_seq, tuple(messages), tuple(delivered), at))
+        self._put((APPEND, run_id, start_seq, tuple(messages), tuple(delivered), at))
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         self._check_fields(fields)
         ann = None if announcement is None else dataclasses.replace(announcement)
-        self._put((_FINISH, run_id, dict(fields), ann))
+        self._put((FINISH, run_id, dict(fields), ann))
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
-        self._put((_DELIVER, announcement_id, at))
+        self._put((DELIVER, announcement_id, at))
 
     def delete_run(self, run_id: str) -> None:
-        self._put((_DELETE, run_id))
+        self._put((DELETE, run_id))
 
     def heartbeat(self, owner: str, at: float) -> None:
-        self._put((_SQL, "INSERT OR REPLACE INTO owners (owner, heartbeat) VALUES (?, ?)", (owner, at)))
+        self._put((SQL, "INSERT OR REPLACE INTO owners (owner, heartbeat) VALUES (?, ?)", (owner, at)))
 
     def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
-        self._put((_SQL, "INSERT INTO requests (run_id, kind, message, created_at) VALUES (?, ?, ?, ?)",
+        self._put((SQL, "INSERT INTO requests (run_id, kind, message, created_at) VALUES (?, ?, ?, ?)",
                    (run_id, kind, message, at)))
 
     def on_commit(self, callback: Callable[[], None]) -> bool:
-        self._put((_CALL, callback))
+        self._put((CALL, callback))
         return True
 
     def flush(self) -> None:
@@ -307,7 +237,7 @@ class SQLiteStore:
         if self._closed:
             return
         done = threading.Event()
-        self._pending.append((_FLUSH, done))
+        self._pending.append((FLUSH, done))
         self._handoff()
         while not done.wait(0.5):
             if not self._thread.is_alive():
@@ -322,7 +252,7 @@ class SQLiteStore:
             self.flush()
         finally:
             self._closed = True
-            self._pending.append((_STOP,))
+            self._pending.append((STOP,))
             self._handoff()
             self._thread.join()
             self._wconn.close()
@@ -331,7 +261,7 @@ class SQLiteStore:
     @staticmethod
     def _check_fields(fields: dict[str, Any]) -> None:
         for k in fields:
-            if k not in _RUN_FIELDS or k == "run_id":
+            if k not in RUN_FIELDS or k == "run_id":
                 raise StoreError(f"unknown run record field {k!r}; the fields are those of RunRecord")
 
     # -- reads ----------------------------------------------------------------------------------
@@ -347,8 +277,8 @@ class SQLiteStore:
             raise _error(self.path, e, "reading it") from None
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._read(f"SELECT {_COLS_SQL} FROM runs WHERE run_id = ?", (run_id,))
-        return _record_from_row(rows[0]) if rows else None
+        rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE run_id = ?", (run_id,))
+        return record_from_row(rows[0]) if rows else None
 
     def list_runs(self, *, include_archived: bool = False, status: str | None = None,
                   root_id: str | None = None) -> list[RunRecord]:
@@ -362,8 +292,8 @@ class SQLiteStore:
             where.append("(root_id = ? OR run_id = ?)")
             params += [root_id, root_id]
         cond = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._read(f"SELECT {_COLS_SQL} FROM runs{cond} ORDER BY created_at, rowid", params)
-        return [_record_from_row(r) for r in rows]
+        rows = self._read(f"SELECT {COLS_SQL} FROM runs{cond} ORDER BY created_at, rowid", params)
+        return [record_from_row(r) for r in rows]
 
     def transcript(self, run_id: str) -> list[Message]:
         rows = self._read("SELECT message FROM transcript WHERE run_id = ? ORDER BY seq", (run_id,))
@@ -371,21 +301,21 @@ class SQLiteStore:
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
         cond, params = ("AND parent_id = ?", (parent_id,)) if parent_id is not None else ("", ())
-        rows = self._read(f"SELECT {_ANN_COLS} FROM announcements WHERE delivered_at IS NULL {cond} "
+        rows = self._read(f"SELECT {ANN_COLS} FROM announcements WHERE delivered_at IS NULL {cond} "
                           "ORDER BY created_at, rowid", params)
         return [AnnouncementRecord(*r) for r in rows]
 
     def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
                          ) -> list[AnnouncementRecord]:
-        rows = self._read(f"SELECT {_ANN_COLS} FROM announcements WHERE (?1 IS NULL OR child_id = ?1) "
+        rows = self._read(f"SELECT {ANN_COLS} FROM announcements WHERE (?1 IS NULL OR child_id = ?1) "
                           "AND (?2 IS NULL OR parent_id = ?2) ORDER BY created_at, rowid", (child_id, parent_id))
         return [AnnouncementRecord(*r) for r in rows]
 
     def cleanup_candidates(self, now: float) -> list[RunRecord]:
-        rows = self._read(f"SELECT {_COLS_SQL} FROM runs WHERE archived = 0 AND status IN "
+        rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE archived = 0 AND status IN "
                           "('completed', 'errored', 'shutdown') AND (cleanup = 'delete' OR archive_at IS NULL "
                           "OR archive_at <= ?) ORDER BY created_at, rowid", (now,))
-        return [_record_from_row(r) for r in rows]
+        return [record_from_row(r) for r in rows]
 
     def owner_heartbeat(self, owner: str) -> float | None:
         rows = self._read("SELECT heartbeat FROM owners WHERE owner = ?", (owner,))
@@ -397,7 +327,7 @@ class SQLiteStore:
                           "ON r.run_id = q.run_id WHERE q.done_at IS NULL AND r.owner = ? ORDER BY q.id", (owner,))
         if rows:
             ids = [(at, r[0]) for r in rows]
-            self._put((_SQL, "UPDATE requests SET done_at = ? WHERE id = ? AND done_at IS NULL", ids, True))
+            self._put((SQL, "UPDATE requests SET done_at = ? WHERE id = ? AND done_at IS NULL", ids, True))
         return [Request(*r) for r in rows]
 
     # -- the writer thread ----------------------------------------------------------------------
@@ -412,9 +342,9 @@ class SQLiteStore:
             stop = False
             for _, signals in batches:  # flush waiters and commit callbacks run even after a failure
                 for op in signals:
-                    if op[0] == _FLUSH:
+                    if op[0] == FLUSH:
                         op[1].set()
-                    elif op[0] == _CALL:
+                    elif op[0] == CALL:
                         with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
                             op[1]()
                     else:
@@ -439,147 +369,4 @@ class SQLiteStore:
             with contextlib.suppress(sqlite3.Error):
                 c.execute("ROLLBACK")
 
-
-class _Recorder:
-    """Stands in for a connection while a batch is prepared: records the statements for the writer."""
-
-    __slots__ = ("calls",)
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, Any, bool]] = []
-
-    def execute(self, sql: str, params: Any = ()) -> None:
-        self.calls.append((sql, params, False))
-
-    def executemany(self, sql: str, params: Any) -> None:
-        self.calls.append((sql, params, True))
-
-
-class _Plan:
-    """The net effect of one batch, applied in a fixed order that gives the same result as the ops in order."""
-
-    __slots__ = ("anns", "delete", "delivered", "inserts", "sql", "trans", "updates")
-
-    def __init__(self) -> None:
-        self.delete: list[str] = []
-        self.inserts: dict[str, RunRecord] = {}
-        self.updates: dict[str, dict[str, Any]] = {}
-        self.trans: dict[str, list[Any]] = {}  # run id -> [lowest seq written, next seq, {seq: message}]
-        self.anns: dict[str, AnnouncementRecord] = {}
-        self.delivered: dict[str, float] = {}
-        self.sql: list[tuple[Any, ...]] = []
-
-    def empty(self) -> bool:
-        return not (self.delete or self.inserts or self.updates or self.trans or self.anns or self.delivered
-                    or self.sql)
-
-    def add(self, op: tuple[Any, ...]) -> None:
-        code = op[0]
-        if code == _CREATE:
-            rec: RunRecord = op[1]
-            self.inserts[rec.run_id] = rec
-            self.updates.pop(rec.run_id, None)
-        elif code in (_UPDATE, _FINISH):
-            self._update(op[1], op[2])
-            if code == _FINISH and op[3] is not None:
-                ann: AnnouncementRecord = op[3]
-                self.anns.setdefault(ann.id, ann)
-        elif code == _APPEND:
-            _, run_id, start, msgs, delivered, at = op
-            self._append(run_id, start, msgs)
-            for ann_id in delivered:
-                self._deliver(ann_id, at)
-        elif code == _DELIVER:
-            self._deliver(op[1], op[2])
-        elif code == _DELETE:
-            run_id = op[1]
-            self.inserts.pop(run_id, None)
-            self.updates.pop(run_id, None)
-            self.trans.pop(run_id, None)
-            for a in [a for a in self.anns.values() if a.child_id == run_id and a.delivered_at is not None]:
-                del self.anns[a.id]
-            self.delete.append(run_id)
-        elif code == _SQL:
-            self.sql.append(op)
-
-    def _append(self, run_id: str, start: int, msgs: tuple[Message, ...]) -> None:
-        t = self.trans.get(run_id)
-        if t is None:
-            t = self.trans[run_id] = [start, start, {}]
-        tail: dict[int, Message] = t[2]
-        if start < t[1]:  # rewriting the tail (rare): drop what it replaces
-            for k in [k for k in tail if k >= start]:
-                del tail[k]
-            t[0] = min(t[0], start)
-        for i, m in enumerate(msgs):
-            tail[start + i] = m
-        t[1] = start + len(msgs)
-
-    def _update(self, run_id: str, fields: dict[str, Any]) -> None:
-        if not fields:
-            return
-        rec = self.inserts.get(run_id)
-        if rec is not None:
-            for k, v in fields.items():
-                setattr(rec, k, v)
-        else:
-            self.updates.setdefault(run_id, {}).update(fields)
-
-    def _deliver(self, ann_id: str, at: float) -> None:
-        ann = self.anns.get(ann_id)
-        if ann is not None:
-            if ann.delivered_at is None:
-                ann.delivered_at = at
-        else:
-            self.delivered.setdefault(ann_id, at)
-
-    def apply(self, c: _Recorder, tails: dict[str, int]) -> None:
-        """Write the batch with a handful of statements: rows travel as one JSON array per statement
-        (``json_each``), so the writer holds the GIL briefly and releases it a few times per batch, not per row.
-
-        ``tails`` (run id -> next transcript seq known committed) spares the ``DELETE`` of plain appends.
-        """
-        if self.delete:
-            ids = [(r,) for r in self.delete]
-            c.executemany("DELETE FROM runs WHERE run_id = ?", ids)
-            c.executemany("DELETE FROM transcript WHERE run_id = ?", ids)
-            c.executemany("DELETE FROM announcements WHERE child_id = ? AND delivered_at IS NOT NULL", ids)
-            for r in self.delete:
-                tails.pop(r, None)
-        if self.inserts:
-            _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS), [_record_row(r) for r in self.inserts.values()])
-        by_keys: dict[tuple[str, ...], list[list[Any]]] = {}
-        for run_id, fields in self.updates.items():
-            by_keys.setdefault(tuple(fields), []).append([run_id, *fields.values()])
-        for keys, rows in by_keys.items():
-            c.execute(_update_sql(keys), (_encode(rows),))
-        if self.trans:
-            self._apply_transcript(c, tails)
-        self._apply_announcements(c)
-
-    def _apply_transcript(self, c: _Recorder, tails: dict[str, int]) -> None:
-        cut = [(r, t[0]) for r, t in self.trans.items()
-               if r not in self.inserts and (r not in tails or t[0] < tails[r])]
-        if cut:
-            c.executemany("DELETE FROM transcript WHERE run_id = ? AND seq >= ?", cut)
-        _insert_rows(c, "INSERT OR REPLACE INTO transcript (run_id, seq, message) VALUES ", 3,
-                     [(r, seq, message_json(m)) for r, t in self.trans.items() for seq, m in t[2].items()])
-        if len(tails) > 50_000:
-            tails.clear()
-        for r, t in self.trans.items():
-            tails[r] = t[1]
-
-    def _apply_announcements(self, c: _Recorder) -> None:
-        if self.anns:
-            c.executemany(f"INSERT OR IGNORE INTO announcements ({_ANN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
-                          [(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
-                           for a in self.anns.values()])
-        if self.delivered:
-            c.executemany("UPDATE announcements SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
-                          [(at, i) for i, at in self.delivered.items()])
-        for op in self.sql:
-            if len(op) > 3:
-                c.executemany(op[1], op[2])
-            else:
-                c.execute(op[1], op[2])
 

@@ -1,0 +1,253 @@
+"""How the SQLite store turns a batch of store calls into a few statements (see :mod:`.sqlite`).
+
+:class:`Plan` folds the ops of one batch into their net effect; :meth:`Plan.apply` records the
+statements on a :class:`Recorder` (multi-row ``VALUES`` inserts, grouped ``UPDATE ... FROM json_each``)
+that the writer thread then executes in one transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..messages import Message, TextBlock, ToolUseBlock
+from ._schema import RUN_COLUMNS
+from .base import AnnouncementRecord, RunRecord
+
+__all__ = ["ANN_COLS", "COLS_SQL", "RUN_FIELDS", "Plan", "Recorder", "message_json", "record_from_row"]
+
+# queue op codes
+CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = range(10)
+
+_JSON_COLS = frozenset({"usage", "limits"})
+_BOOL_COLS = frozenset({"background", "archived", "truncated"})
+RUN_FIELDS = frozenset(RUN_COLUMNS)
+COLS_SQL = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
+_INSERT_RUN = f"INSERT OR REPLACE INTO runs ({COLS_SQL}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})"
+ANN_COLS = "id, parent_id, child_id, text, created_at, delivered_at"
+
+
+
+def _col_value(name: str, v: Any) -> Any:
+    if name in _JSON_COLS:
+        return _encode(v)
+    if name in _BOOL_COLS:
+        return int(bool(v))
+    return v
+
+
+_get_row = operator.attrgetter(*RUN_COLUMNS)
+_JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_JSON_COLS))
+_BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_BOOL_COLS))
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_esc: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def message_json(m: Message) -> str:
+    """``json.dumps(message_to_dict(m))`` in compact form, built directly (2-3x faster on the hot path)."""
+    parts = []
+    for b in m.content:
+        if isinstance(b, TextBlock):
+            parts.append('{"kind":"text","text":' + _esc(b.text) + "}")
+        elif isinstance(b, ToolUseBlock):
+            parts.append('{"kind":"tool_use","id":' + _esc(b.id) + ',"name":' + _esc(b.name)
+                         + ',"arguments":' + _encode(b.arguments) + "}")
+        else:
+            parts.append('{"kind":"tool_result","tool_use_id":' + _esc(b.tool_use_id) + ',"content":'
+                         + _esc(b.content) + (',"is_error":true}' if b.is_error else "}"))
+    return '{"role":' + _esc(m.role) + ',"content":[' + ",".join(parts) + "]}"
+
+
+def _from_json(i: int, col: str) -> str:
+    v = f"json_extract(value, '$[{i}]')"
+    return f"json({v})" if col in _JSON_COLS else v
+
+
+_INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({COLS_SQL}) VALUES "
+
+
+def _insert_rows(c: Recorder, prefix: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert many rows with one multi-row ``VALUES`` statement per chunk: one GIL release per chunk
+    instead of one per row (``executemany`` steps row by row, and each step re-takes the GIL)."""
+    per = max(1, 32_000 // ncols)
+    one = "(" + ", ".join("?" * ncols) + ")"
+    for i in range(0, len(rows), per):
+        chunk = rows[i:i + per]
+        c.execute(prefix + ", ".join([one] * len(chunk)), [v for row in chunk for v in row])
+
+
+@functools.lru_cache(maxsize=64)
+def _update_sql(keys: tuple[str, ...]) -> str:
+    sets = ", ".join(f'"{k}" = {_from_json(i + 1, k)}' for i, k in enumerate(keys))
+    return (f"UPDATE runs SET {sets} FROM (SELECT value FROM json_each(?)) AS j "
+            "WHERE runs.run_id = json_extract(j.value, '$[0]')")
+
+
+def _record_row(rec: RunRecord) -> list[Any]:
+    row: list[Any] = list(_get_row(rec))
+    for i in _JSON_IDX:
+        row[i] = _encode(row[i])
+    for i in _BOOL_IDX:
+        row[i] = int(bool(row[i]))
+    return row
+
+
+def record_from_row(row: Sequence[Any]) -> RunRecord:
+    d: dict[str, Any] = {}
+    for c, v in zip(RUN_COLUMNS, row, strict=True):
+        if c in _JSON_COLS:
+            v = json.loads(v) if v else {}
+        elif c in _BOOL_COLS:
+            v = bool(v)
+        d[c] = v
+    return RunRecord(**d)
+
+
+
+class Recorder:
+    """Stands in for a connection while a batch is prepared: records the statements for the writer."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any, bool]] = []
+
+    def execute(self, sql: str, params: Any = ()) -> None:
+        self.calls.append((sql, params, False))
+
+    def executemany(self, sql: str, params: Any) -> None:
+        self.calls.append((sql, params, True))
+
+
+class Plan:
+    """The net effect of one batch, applied in a fixed order that gives the same result as the ops in order."""
+
+    __slots__ = ("anns", "delete", "delivered", "inserts", "sql", "trans", "updates")
+
+    def __init__(self) -> None:
+        self.delete: list[str] = []
+        self.inserts: dict[str, RunRecord] = {}
+        self.updates: dict[str, dict[str, Any]] = {}
+        self.trans: dict[str, list[Any]] = {}  # run id -> [lowest seq written, next seq, {seq: message}]
+        self.anns: dict[str, AnnouncementRecord] = {}
+        self.delivered: dict[str, float] = {}
+        self.sql: list[tuple[Any, ...]] = []
+
+    def empty(self) -> bool:
+        return not (self.delete or self.inserts or self.updates or self.trans or self.anns or self.delivered
+                    or self.sql)
+
+    def add(self, op: tuple[Any, ...]) -> None:
+        code = op[0]
+        if code == CREATE:
+            rec: RunRecord = op[1]
+            self.inserts[rec.run_id] = rec
+            self.updates.pop(rec.run_id, None)
+        elif code in (UPDATE, FINISH):
+            self._update(op[1], op[2])
+            if code == FINISH and op[3] is not None:
+                ann: AnnouncementRecord = op[3]
+                self.anns.setdefault(ann.id, ann)
+        elif code == APPEND:
+            _, run_id, start, msgs, delivered, at = op
+            self._append(run_id, start, msgs)
+            for ann_id in delivered:
+                self._deliver(ann_id, at)
+        elif code == DELIVER:
+            self._deliver(op[1], op[2])
+        elif code == DELETE:
+            run_id = op[1]
+            self.inserts.pop(run_id, None)
+            self.updates.pop(run_id, None)
+            self.trans.pop(run_id, None)
+            for a in [a for a in self.anns.values() if a.child_id == run_id and a.delivered_at is not None]:
+                del self.anns[a.id]
+            self.delete.append(run_id)
+        elif code == SQL:
+            self.sql.append(op)
+
+    def _append(self, run_id: str, start: int, msgs: tuple[Message, ...]) -> None:
+        t = self.trans.get(run_id)
+        if t is None:
+            t = self.trans[run_id] = [start, start, {}]
+        tail: dict[int, Message] = t[2]
+        if start < t[1]:  # rewriting the tail (rare): drop what it replaces
+            for k in [k for k in tail if k >= start]:
+                del tail[k]
+            t[0] = min(t[0], start)
+        for i, m in enumerate(msgs):
+            tail[start + i] = m
+        t[1] = start + len(msgs)
+
+    def _update(self, run_id: str, fields: dict[str, Any]) -> None:
+        if not fields:
+            return
+        rec = self.inserts.get(run_id)
+        if rec is not None:
+            for k, v in fields.items():
+                setattr(rec, k, v)
+        else:
+            self.updates.setdefault(run_id, {}).update(fields)
+
+    def _deliver(self, ann_id: str, at: float) -> None:
+        ann = self.anns.get(ann_id)
+        if ann is not None:
+            if ann.delivered_at is None:
+                ann.delivered_at = at
+        else:
+            self.delivered.setdefault(ann_id, at)
+
+    def apply(self, c: Recorder, tails: dict[str, int]) -> None:
+        """Write the batch with a handful of statements: rows travel as one JSON array per statement
+        (``json_each``), so the writer holds the GIL briefly and releases it a few times per batch, not per row.
+
+        ``tails`` (run id -> next transcript seq known committed) spares the ``DELETE`` of plain appends.
+        """
+        if self.delete:
+            ids = [(r,) for r in self.delete]
+            c.executemany("DELETE FROM runs WHERE run_id = ?", ids)
+            c.executemany("DELETE FROM transcript WHERE run_id = ?", ids)
+            c.executemany("DELETE FROM announcements WHERE child_id = ? AND delivered_at IS NOT NULL", ids)
+            for r in self.delete:
+                tails.pop(r, None)
+        if self.inserts:
+            _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS), [_record_row(r) for r in self.inserts.values()])
+        by_keys: dict[tuple[str, ...], list[list[Any]]] = {}
+        for run_id, fields in self.updates.items():
+            by_keys.setdefault(tuple(fields), []).append([run_id, *fields.values()])
+        for keys, rows in by_keys.items():
+            c.execute(_update_sql(keys), (_encode(rows),))
+        if self.trans:
+            self._apply_transcript(c, tails)
+        self._apply_announcements(c)
+
+    def _apply_transcript(self, c: Recorder, tails: dict[str, int]) -> None:
+        cut = [(r, t[0]) for r, t in self.trans.items()
+               if r not in self.inserts and (r not in tails or t[0] < tails[r])]
+        if cut:
+            c.executemany("DELETE FROM transcript WHERE run_id = ? AND seq >= ?", cut)
+        _insert_rows(c, "INSERT OR REPLACE INTO transcript (run_id, seq, message) VALUES ", 3,
+                     [(r, seq, message_json(m)) for r, t in self.trans.items() for seq, m in t[2].items()])
+        if len(tails) > 50_000:
+            tails.clear()
+        for r, t in self.trans.items():
+            tails[r] = t[1]
+
+    def _apply_announcements(self, c: Recorder) -> None:
+        if self.anns:
+            c.executemany(f"INSERT OR IGNORE INTO announcements ({ANN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+                          [(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
+                           for a in self.anns.values()])
+        if self.delivered:
+            c.executemany("UPDATE announcements SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
+                          [(at, i) for i, at in self.delivered.items()])
+        for op in self.sql:
+            if len(op) > 3:
+                c.executemany(op[1], op[2])
+            else:
+                c.execute(op[1], op[2])
+
+
