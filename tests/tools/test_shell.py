@@ -7,6 +7,7 @@ stay zombies, so "gone" means "no ``/proc`` entry, or a zombie".
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -226,3 +227,20 @@ async def test_timeout_through_the_registry_is_a_tool_error(ctx: ToolContext) ->
     )
     ok = await reg.execute(ToolUseBlock("c2", "bash", {"command": "exit 1"}), ctx)
     assert (ok.content, ok.is_error) == ("(no output)\nexit code 1", False)
+
+
+async def test_a_second_cancel_during_the_kill_still_reaps_the_shell(ctx: ToolContext, ws_root: Path) -> None:
+    # The group ignores SIGTERM, so the kill waits out its grace; a second cancel lands in it and
+    # must neither leave the shell running nor swallow the cancellation.
+    pid_file = ws_root / "pid"
+    task = asyncio.create_task(run(ctx, "trap '' TERM; echo $$ > pid; sleep 300", timeout_s=60))
+    await eventually(lambda: read_pid(pid_file) is not None)
+    shell = read_pid(pid_file)
+    assert shell is not None
+    task.cancel()
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not running(shell)
+    gc.collect()  # with filterwarnings=error, a ResourceWarning from an unreaped Popen would fail here

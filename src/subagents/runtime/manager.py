@@ -403,8 +403,9 @@ class AgentManager:
         tasks = []
         for n in reversed(victims):  # deepest first
             if not n.status.is_final() and n.task is not None:
-                n.closing = True
-                n.task.cancel()
+                if not n.closing:  # cancel once: a second cancel would interrupt its cleanup
+                    n.closing = True
+                    n.task.cancel()
                 tasks.append(n.task)
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -118,7 +118,24 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
             await asyncio.sleep(_POLL_S)
     finally:
         _signal_group(pgid, signal.SIGKILL)  # also when cancelled again during the grace
-        await proc.wait()
+        await _reap(proc)
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the killed shell to be reaped even if the caller is cancelled again meanwhile.
+
+    A reap abandoned halfway leaves a ``Popen`` that believes its process still runs; after SIGKILL
+    the wait is short, so it is finished first and the cancellation re-raised after.
+    """
+    waiter = asyncio.ensure_future(proc.wait())
+    cancelled = False
+    while not waiter.done():
+        try:
+            await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 def _exit_line(code: int) -> str:
