@@ -47,7 +47,7 @@ def test_list_and_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(db, "list") == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["ID", "NICKNAME", "TYPE", "STATUS", "OUTCOME", "D", "AGE", "LABEL"]
-    assert [ln.split()[:4] for ln in out[1:]] == [["aaaa1111", "general-purpose-ad", "general-purpose", "completed"],
+    assert [ln.split()[:4] for ln in out[1:]] == [["aaaa1111", "general-purpose-ada", "general-purpose", "completed"],
                                                   ["bbbb2222", "explore-ada", "explore", "completed"],
                                                   ["bbbb3333", "explore-grace", "explore", "running"]]
     assert run(db, "list", "--status", "running", "--json") == 0

@@ -94,9 +94,10 @@ def list_cmd(ctx: click.Context, show_all: bool, status: str | None, as_json: bo
         click.echo("No runs.")
         return 0
     now = time.time()
-    click.echo(f"{'ID':<10} {'NICKNAME':<18} {'TYPE':<16} {'STATUS':<12} {'OUTCOME':<11} {'D':>1} {'AGE':>5}  LABEL")
+    nw = max([8, *(len(r.nickname) for r in recs)])
+    click.echo(f"{'ID':<10} {'NICKNAME':<{nw}} {'TYPE':<16} {'STATUS':<12} {'OUTCOME':<11} {'D':>1} {'AGE':>5}  LABEL")
     for r in recs:
-        click.echo(f"{r.run_id[:8]:<10} {r.nickname[:18]:<18} {r.agent_type[:16]:<16} {r.status:<12} "
+        click.echo(f"{r.run_id[:8]:<10} {r.nickname:<{nw}} {r.agent_type[:16]:<16} {r.status:<12} "
                    f"{(r.outcome or '-'):<11} {r.depth:>1} {_age(r.created_at, now):>5}  {r.label[:50]}")
     return 0
 
