@@ -8,12 +8,13 @@ them in groups (the SQLite store does), but it must apply them in call order, an
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
+from ..exceptions import StoreError
 from ..messages import Message
 
-__all__ = ["FINAL_STATUSES", "AnnouncementRecord", "Request", "RunRecord", "Store"]
+__all__ = ["FINAL_STATUSES", "AnnouncementRecord", "Request", "RunRecord", "Store", "check_run_fields"]
 
 #: Statuses after which a run does not change on its own (``Status.is_final`` in the runtime).
 FINAL_STATUSES = frozenset({"completed", "errored", "shutdown"})
@@ -63,6 +64,16 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+_RUN_FIELDS = frozenset(f.name for f in fields(RunRecord)) - {"run_id"}
+
+
+def check_run_fields(values: dict[str, Any]) -> None:
+    """Refuse an update that names a field a run record does not have (or its ``run_id``)."""
+    for k in values:
+        if k not in _RUN_FIELDS:
+            raise StoreError(f"unknown run record field {k!r}; the fields are those of RunRecord")
 
 
 @dataclass(slots=True)

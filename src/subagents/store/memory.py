@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message
-from .base import AnnouncementRecord, Request, RunRecord
+from .base import AnnouncementRecord, Request, RunRecord, check_run_fields
 
 __all__ = ["MemoryStore"]
 
@@ -34,6 +34,7 @@ class MemoryStore:
         self.transcripts.setdefault(rec.run_id, [])
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
+        check_run_fields(fields)
         rec = self.runs.get(run_id)
         if rec is not None:
             for k, v in fields.items():

@@ -49,7 +49,6 @@ from ._batch import (
     DELIVER,
     FINISH,
     FLUSH,
-    RUN_FIELDS,
     SQL,
     STOP,
     UPDATE,
@@ -58,7 +57,7 @@ from ._batch import (
     record_from_row,
 )
 from ._schema import SCHEMA_VERSION, migrate
-from .base import AnnouncementRecord, Request, RunRecord
+from .base import AnnouncementRecord, Request, RunRecord, check_run_fields
 from .memory import new_owner_id
 
 __all__ = ["SQLiteStore"]
@@ -202,7 +201,7 @@ class SQLiteStore:
         self._put((CREATE, rec))
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
-        self._check_fields(fields)
+        check_run_fields(fields)
         self._put((UPDATE, run_id, dict(fields)))
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
@@ -210,7 +209,7 @@ class SQLiteStore:
         self._put((APPEND, run_id, start_seq, tuple(messages), tuple(delivered), at))
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
-        self._check_fields(fields)
+        check_run_fields(fields)
         ann = None if announcement is None else dataclasses.replace(announcement)
         self._put((FINISH, run_id, dict(fields), ann))
 
@@ -257,12 +256,6 @@ class SQLiteStore:
             self._thread.join()
             self._wconn.close()
             self._rconn.close()
-
-    @staticmethod
-    def _check_fields(fields: dict[str, Any]) -> None:
-        for k in fields:
-            if k not in RUN_FIELDS or k == "run_id":
-                raise StoreError(f"unknown run record field {k!r}; the fields are those of RunRecord")
 
     # -- reads ----------------------------------------------------------------------------------
     def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
