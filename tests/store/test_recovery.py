@@ -6,7 +6,7 @@ from pathlib import Path
 
 from subagents import Runtime
 from subagents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from subagents.models import FunctionModel, ModelRequest, ModelResponse
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.recovery import INTERRUPTED_RUN, INTERRUPTED_TOOL
 from subagents.store import AnnouncementRecord, RunRecord
 from subagents.store.sqlite import SQLiteStore
@@ -146,3 +146,27 @@ async def test_restore_runs_once_and_leaves_live_owners_alone(tmp_path: Path) ->
         await rt.wait(["dead"], timeout=10)
         assert rt.status("dead") == "completed"
         assert rt.status("mine") == "running"  # another live runtime's run: not ours to touch
+
+
+async def test_restore_recreates_only_open_runs_and_loads_finished_children_on_demand(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    root = run("root", agent_type="general-purpose")
+    done = [run(f"done{i}", parent_id="root", root_id="root", depth=1, status="completed", outcome="ok",
+                result_text=f"result {i}", created_at=2.0 + i) for i in range(3)]
+    spawn_turn = [Message.user("fan out"), Message.assistant("spawned three; now I wait")]
+    seed(db, [root, *done], {"root": [*spawn_turn, Message.user("continue")]})
+    waited: list[str] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        if not req.messages[-1].tool_results:
+            return ModelResponse(tool_calls=[ToolCall("wait", {})])
+        waited.append(req.messages[-1].tool_results[0].content)
+        return ModelResponse(text="all collected")
+
+    async with rt_for(db, fn) as rt:
+        assert set(rt.manager.nodes) == {"root"}  # the finished children were not re-created at restore
+        res = await rt.wait(["root"], timeout=10)
+        assert res["root"].text == "all collected"
+        assert {"done0", "done1", "done2"} <= set(rt.manager.nodes)  # loaded when the parent waited
+    assert waited[0].startswith("[wait: 3 finished, 0 still running; timed_out=false]")
+    assert all(f"result {i}" in waited[0] for i in range(3))

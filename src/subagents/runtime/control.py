@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..exceptions import SpawnError, ToolError
 from .node import AgentNode
 from .prompts import compressed_result
+from .recovery import adopt_children
 from .result import RunResult
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ class ManagerControl:
 
     def _child(self, caller: AgentNode, ref: str) -> AgentNode:
         node = self.mgr.find(ref)
+        if node is None and not caller.children_complete:  # restored: load finished children on demand
+            adopt_children(self.mgr, caller)
+            node = self.mgr.find(ref)
         if node is None:
             raise ToolError(f"no agent with id or nickname {ref!r}; call list_agents to see the agents you can reach")
         n: AgentNode | None = node
@@ -77,6 +81,7 @@ class ManagerControl:
         if agent_ids:
             nodes = [self._child(caller, a) for a in agent_ids]
         else:
+            adopt_children(self.mgr, caller)
             nodes = [self.mgr.nodes[c] for c in caller.children if c in self.mgr.nodes]
         if not nodes:
             return "you have no sub-agents to wait for"
@@ -144,6 +149,7 @@ class ManagerControl:
     async def list_agents(self, caller_id: str) -> str:
         caller = self._caller(caller_id)
         mgr = self.mgr
+        adopt_children(mgr, caller)
         tree = [n for n in mgr.nodes.values() if n.root_id == caller.root_id]
         nick = {n.id: n.nickname for n in tree}
         lines = [f"{'  ' * n.depth}- {n.nickname} ({n.id}) type={n.info.agent_type} status={n.status} "

@@ -35,6 +35,7 @@ class AgentNode:
     task: asyncio.Task[RunResult] | None = None
     result: RunResult | None = None
     children: list[str] = field(default_factory=list)
+    children_complete: bool = True  # False for a node re-created from the store: finished children load on demand
     waiters: list[Callable[[AgentNode], None]] = field(default_factory=list)
     followups: list[AnnouncementRecord] = field(default_factory=list)
     holds_slot: bool = False

@@ -41,7 +41,8 @@ from .status import Outcome, Status
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["INTERRUPTED_TOOL", "RestoreReport", "adopt_tree", "is_orphaned", "record_result", "restore"]
+__all__ = ["INTERRUPTED_TOOL", "RestoreReport", "adopt_children", "adopt_tree", "is_orphaned", "record_result",
+           "restore"]
 
 INTERRUPTED_TOOL = (
     "interrupted: the process running this tool stopped (a crash or restart) before the tool returned, "
@@ -118,11 +119,38 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
     if rec.is_final:
         node.status = Status(rec.status)
         node.result = record_result(rec)
+    node.children_complete = False
     mgr.nodes[node.id] = node
     if parent is not None and node.id not in parent.children:
         parent.children.append(node.id)
-    mgr.store.update_run(rec.run_id, {"owner": mgr.store.owner})
+    if not rec.is_final:
+        mgr.store.update_run(rec.run_id, {"owner": mgr.store.owner})
     return node
+
+
+def adopt_children(mgr: AgentManager, node: AgentNode) -> None:
+    """Re-create, from the store, the children of a restored ``node`` that are not in memory yet.
+
+    A restore re-creates only the unfinished runs and their ancestors; the finished children of a
+    restored parent are loaded when it asks for them (``wait`` without ids, an id it names).
+    """
+    if node.children_complete:
+        return
+    node.children_complete = True
+    store = mgr.store
+    store.flush()
+    for cid in store.child_ids(node.id):
+        if cid in mgr.nodes:
+            continue
+        rec = store.get_run(cid)
+        if rec is None:
+            continue
+        try:
+            adopt(mgr, rec, store.transcript(cid))
+        except SpawnError:
+            continue
+    order = {c: i for i, c in enumerate(store.child_ids(node.id))}
+    node.children.sort(key=lambda c: order.get(c, len(order)))
 
 
 def adopt_tree(mgr: AgentManager, store: Store, root_id: str) -> list[AgentNode]:
@@ -182,8 +210,10 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
     now = time.time() if now is None else now
     report = RestoreReport()
     store.flush()
-    open_runs = [r for r in store.list_runs(include_archived=True)
-                 if not r.is_final and r.run_id not in mgr.nodes and is_orphaned(store, r, now, stale_after_s)]
+    open_runs = [r for status in (str(Status.PENDING_INIT), str(Status.RUNNING))
+                 for r in store.list_runs(include_archived=True, status=status)
+                 if r.run_id not in mgr.nodes and is_orphaned(store, r, now, stale_after_s)]
+    open_runs.sort(key=lambda r: r.created_at)
     if on_restart == "mark_interrupted":
         for r in open_runs:
             _mark_interrupted(store, r, now, mgr.cfg.result_max_chars)
@@ -191,8 +221,8 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
         store.flush()
         open_runs = []
     open_ids = {r.run_id for r in open_runs}
-    roots = {r.root_id or r.run_id for r in open_runs} | _roots_with_pending(store, now, stale_after_s)
-    by_id = _adopt_trees(mgr, sorted(roots), open_ids, now, report)
+    needed = _with_ancestors(store, [*open_runs, *_parents_with_pending(store, now, stale_after_s)])
+    by_id = _adopt_records(mgr, needed, open_ids, now, report)
     for r in open_runs:  # a run whose tree could not be re-created (its parent record is gone)
         if r.run_id not in by_id and r.run_id not in report.failed:
             _mark_interrupted(store, r, now, mgr.cfg.result_max_chars)
@@ -210,36 +240,52 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
     return report
 
 
-def _roots_with_pending(store: Store, now: float, stale_after_s: float) -> set[str]:
-    """Trees whose undelivered announcements this process may deliver (their parent is ours or orphaned)."""
-    roots = set()
+def _parents_with_pending(store: Store, now: float, stale_after_s: float) -> list[RunRecord]:
+    """Parents whose undelivered announcements this process may deliver (the parent is ours or orphaned)."""
+    out: dict[str, RunRecord] = {}
     for a in store.pending_announcements():
+        if a.parent_id in out:
+            continue
         rec = store.get_run(a.parent_id)
         if rec is not None and (rec.owner == store.owner or is_orphaned(store, rec, now, stale_after_s)):
-            roots.add(rec.root_id or rec.run_id)
-    return roots
+            out[rec.run_id] = rec
+    return list(out.values())
 
 
-def _adopt_trees(mgr: AgentManager, roots: list[str], open_ids: set[str], now: float,
-                 report: RestoreReport) -> dict[str, tuple[AgentNode, RunRecord]]:
+def _with_ancestors(store: Store, recs: list[RunRecord]) -> list[RunRecord]:
+    """``recs`` and every ancestor of theirs, parents before children (only these are re-created)."""
+    found = {r.run_id: r for r in recs}
+    todo = [r.parent_id for r in recs if r.parent_id]
+    while todo:
+        pid = todo.pop()
+        if pid is None or pid in found:
+            continue
+        rec = store.get_run(pid)
+        if rec is not None:
+            found[pid] = rec
+            if rec.parent_id:
+                todo.append(rec.parent_id)
+    return sorted(found.values(), key=lambda r: (r.depth, r.created_at))
+
+
+def _adopt_records(mgr: AgentManager, recs: list[RunRecord], open_ids: set[str], now: float,
+                   report: RestoreReport) -> dict[str, tuple[AgentNode, RunRecord]]:
     store = mgr.store
     by_id: dict[str, tuple[AgentNode, RunRecord]] = {}
-    for root in roots:
-        recs = sorted(store.list_runs(include_archived=True, root_id=root), key=lambda r: (r.depth, r.created_at))
-        for rec in recs:
-            if rec.run_id in mgr.nodes or (rec.parent_id and rec.parent_id not in mgr.nodes):
-                continue
-            try:
-                node = adopt(mgr, rec, store.transcript(rec.run_id))
-            except SpawnError as e:
-                report.failed[rec.run_id] = str(e)
-                if rec.run_id in open_ids:
-                    store.finish_run(rec.run_id, {"status": str(Status.ERRORED), "outcome": str(Outcome.INTERRUPTED),
-                                                  "ended_at": now, "error": f"{INTERRUPTED_RUN} (not resumable: {e})"},
-                                     None)
-                continue
-            by_id[rec.run_id] = (node, rec)
-            report.adopted.append(rec.run_id)
+    for rec in recs:
+        if rec.run_id in mgr.nodes or (rec.parent_id and rec.parent_id not in mgr.nodes):
+            continue
+        try:
+            node = adopt(mgr, rec, store.transcript(rec.run_id))
+        except SpawnError as e:
+            report.failed[rec.run_id] = str(e)
+            if rec.run_id in open_ids:
+                store.finish_run(rec.run_id, {"status": str(Status.ERRORED), "outcome": str(Outcome.INTERRUPTED),
+                                              "ended_at": now, "error": f"{INTERRUPTED_RUN} (not resumable: {e})"},
+                                 None)
+            continue
+        by_id[rec.run_id] = (node, rec)
+        report.adopted.append(rec.run_id)
     return by_id
 
 

@@ -70,6 +70,10 @@ class MemoryStore:
         out.sort(key=lambda r: r.created_at)
         return out
 
+    def child_ids(self, parent_id: str) -> list[str]:
+        kids = sorted((r for r in self.runs.values() if r.parent_id == parent_id), key=lambda r: r.created_at)
+        return [r.run_id for r in kids]
+
     def transcript(self, run_id: str) -> list[Message]:
         return list(self.transcripts.get(run_id, []))
 

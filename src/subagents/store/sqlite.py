@@ -288,6 +288,10 @@ class SQLiteStore:
         rows = self._read(f"SELECT {COLS_SQL} FROM runs{cond} ORDER BY created_at, rowid", params)
         return [record_from_row(r) for r in rows]
 
+    def child_ids(self, parent_id: str) -> list[str]:
+        rows = self._read("SELECT run_id FROM runs WHERE parent_id = ? ORDER BY created_at, rowid", (parent_id,))
+        return [r[0] for r in rows]
+
     def transcript(self, run_id: str) -> list[Message]:
         rows = self._read("SELECT message FROM transcript WHERE run_id = ? ORDER BY seq", (run_id,))
         return [message_from_dict(json.loads(r[0])) for r in rows]
