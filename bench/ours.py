@@ -268,7 +268,8 @@ def generate_store(path: Path, finished: int, open_: int) -> None:
         rec = RunRecord(run_id=rid, agent_id=rid, nickname=f"n{i}", agent_type="general-purpose",
                         task=f"task {i}", parent_id=None if i == 0 else root, root_id=root, depth=0 if i == 0 else 1,
                         label=f"task {i}", model="function", status="running", created_at=now + i * 1e-6,
-                        started_at=now, system_prompt="You are an agent.")
+                        started_at=now, system_prompt="You are an agent.",
+                        owner="bench-generator:999999999:gone")  # a dead process's runs: orphans to take over
         store.create_run(rec)
         if i < finished:
             store.finish_run(rid, {"status": "completed", "outcome": "ok", "ended_at": now, "turns": 1,
@@ -309,12 +310,14 @@ async def restore(workdir: str, finished: int, open_: int, cache_dir: str | None
         runs = rt.runs(include_archived=True)
         assert len(runs) == finished + open_, len(runs)
         still_open = [r for r in runs if r.status in ("running", "pending_init")]
+        taken_over = [r for r in still_open if r.owner == rt.store.owner]  # resumed here, live tasks again
         r = await rt.run("hello")
         assert r.text == BARE_TEXT
     finally:
         await rt.aclose()
     return {"finished": finished, "open": open_, "open_ms": open_s * 1e3, "generate_s": gen_s,
-            "left_non_final_after_open": len(still_open), "peak_rss_mb": peak_rss_mb()}
+            "left_non_final_after_open": len(still_open), "taken_over": len(taken_over),
+            "peak_rss_mb": peak_rss_mb()}
 
 
 # --------------------------------------------------------------------------------------------

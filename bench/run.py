@@ -161,9 +161,11 @@ def main() -> None:
                 notes.append(f"restore pending: {r['pending']}")
         else:
             add("subagents", "restore_ms", r["open_ms"])
-            if r["left_non_final_after_open"] and rep == 0:
-                notes.append(f"restore: {r['left_non_final_after_open']:,} of {r['open']:,} non-final runs were still "
-                             "non-final after opening (no recovery pass ran at open): the figure is the open alone")
+            if rep == 0:
+                orphans = r["left_non_final_after_open"] - r.get("taken_over", 0)
+                notes.append(f"restore: the open includes the recovery pass; {r.get('taken_over', 0):,} of "
+                             f"{r['open']:,} unfinished runs were taken over and resumed as live tasks"
+                             + (f", {orphans:,} were not" if orphans else ""))
             progress(f"rep{rep} subagents restore {r['finished']:,}+{r['open']:,}: {r['open_ms']:.0f} ms")
 
     # (5) cold start: interleaved rounds of launches; median of round medians
