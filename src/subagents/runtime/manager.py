@@ -96,6 +96,7 @@ class AgentManager:
         self._models: dict[str, Model] = {}
         self._todos: dict[str, list[dict[str, Any]]] = {}
         self._registries: dict[tuple[str, bool], ToolRegistry] = {}
+        self._prompts: dict[tuple[object, ...], str] = {}
         self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
         self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
         self.control = control_factory(self) if control_factory is not None else None
@@ -242,9 +243,7 @@ class AgentManager:
         info = AgentInfo(agent_id, nickname, d.name, depth, parent.id if parent else None)
         # 5. prompt layering: the base is inherited verbatim from the root
         base = self.cfg.base_prompt
-        system = build_system_prompt(base, d.system_prompt, workdir=str(self.workspace.root),
-                                     is_child=parent is not None, briefing=self.cfg.briefing,
-                                     notes=self.notepad[-10:])
+        system = self._system_prompt(base, d, parent is not None)
         # 6. the fence
         registry = self._registry_for(d, depth >= self.cfg.max_depth)
         root_id = parent.root_id if parent else agent_id
@@ -261,6 +260,19 @@ class AgentManager:
         core.on_message = self._message_sink(node)
         core.inbox.on_deliver = self._delivered_sink(node)
         return node
+
+    def _system_prompt(self, base: str, d: AgentDefinition, is_child: bool) -> str:
+        """The layered system prompt; identical layers give the very same string (shared, not rebuilt)."""
+        notes = tuple(self.notepad[-10:])
+        key = (base, d.name, d.system_prompt, is_child, self.cfg.briefing, notes)
+        system = self._prompts.get(key)
+        if system is None:
+            if len(self._prompts) >= 256:
+                self._prompts.clear()
+            system = self._prompts[key] = build_system_prompt(
+                base, d.system_prompt, workdir=str(self.workspace.root), is_child=is_child,
+                briefing=self.cfg.briefing, notes=notes)
+        return system
 
     def _registry_for(self, d: AgentDefinition, at_max_depth: bool) -> ToolRegistry:
         """A registry for a new agent: its own instance over the fence computed once per type and depth class."""
