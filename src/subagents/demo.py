@@ -14,6 +14,7 @@ children, one per directory, by giving each a prompt with a ``scope: <dir>`` lin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections import Counter
@@ -40,9 +41,20 @@ SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "env", "build", "d
 MAX_LISTED = 10
 
 
-def demo_model() -> FunctionModel:
-    """The demo's model: :func:`demo_script` wrapped in a :class:`FunctionModel`."""
-    return FunctionModel(demo_script, name=f"demo ({DEMO_LABEL})")
+def demo_model(pace_s: float = 0.0) -> FunctionModel:
+    """The demo's model: :func:`demo_script` wrapped in a :class:`FunctionModel`.
+
+    ``pace_s`` makes every scripted "model call" take that long, so a person watching the live view
+    can follow the agents working (the tools still run at full speed).
+    """
+    if pace_s <= 0:
+        return FunctionModel(demo_script, name=f"demo ({DEMO_LABEL})")
+
+    async def paced(request: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(pace_s)
+        return demo_script(request)
+
+    return FunctionModel(paced, name=f"demo ({DEMO_LABEL})")
 
 
 def demo_script(request: ModelRequest) -> ModelResponse:

@@ -142,3 +142,13 @@ def test_demo_scans_itself_what_max_threads_refuses(tmp_path: Path, capsys: pyte
     assert "## Files by extension (6 files)" in report
     assert "## TODO / FIXME markers: 6 lines in 6 files" in report
     assert "## Python definitions: 0 classes and 6 functions in 6 files" in report
+
+
+def test_demo_pace_slows_the_scripted_model(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    t0 = time.monotonic()
+    assert main(["demo", "--cwd", str(tree), "--pace", "0.05"]) == 0
+    # the coordinator makes 5 model calls and each child 3, children in parallel: >= 8 paced calls in a row
+    assert time.monotonic() - t0 >= 8 * 0.05
+    assert "The report is in .subagents/demo-report.md." in capsys.readouterr().out

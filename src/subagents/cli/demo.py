@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -13,7 +14,10 @@ __all__ = ["demo"]
 @click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
               help="Directory to survey (default: the current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Write one JSON event per line, then the result.")
-def demo(cwd: Path, as_json: bool) -> int:
+@click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Make each scripted model call take this long, to watch the agents in the live view "
+                   "(default: 0.3 on a terminal, 0 otherwise).")
+def demo(cwd: Path, as_json: bool, pace_s: float | None) -> int:
     """Survey a directory with a scripted model (no LLM, no key needed) and the real tools.
 
     The agent lists the directory, counts files by extension, greps for TODO/FIXME and Python
@@ -26,7 +30,9 @@ def demo(cwd: Path, as_json: bool) -> int:
     settings = load_settings(cwd)
     if not as_json:
         click.echo(f"subagents demo — {DEMO_LABEL} — real tools over {cwd.resolve()}", err=True)
-    code = execute(demo_model(), DEMO_PROMPT, workdir=cwd, settings=settings, as_json=as_json)
+    if pace_s is None:
+        pace_s = 0.3 if sys.stderr.isatty() and not as_json else 0.0
+    code = execute(demo_model(pace_s), DEMO_PROMPT, workdir=cwd, settings=settings, as_json=as_json)
     if not as_json and code == 0:
         click.echo(f"Report: {cwd.resolve() / REPORT_PATH}", err=True)
     return code
