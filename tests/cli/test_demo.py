@@ -149,6 +149,7 @@ def test_demo_pace_slows_the_scripted_model(tree: Path, capsys: pytest.CaptureFi
 
     t0 = time.monotonic()
     assert main(["demo", "--cwd", str(tree), "--pace", "0.05"]) == 0
-    # the coordinator makes 5 model calls and each child 3, children in parallel: >= 8 paced calls in a row
-    assert time.monotonic() - t0 >= 8 * 0.05
+    # the coordinator's 5 model calls and a child's last 2 (its first overlaps the coordinator's 3rd)
+    # follow one another: at least 7 paced calls in a row
+    assert time.monotonic() - t0 >= 7 * 0.05
     assert "The report is in .subagents/demo-report.md." in capsys.readouterr().out
