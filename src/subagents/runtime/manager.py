@@ -28,16 +28,17 @@ from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, DefinitionError, LimitExceeded, SpawnError
 from ..messages import Message
 from ..models.base import AgentInfo, Model
-from ..store.base import AnnouncementRecord, RunRecord, Store
+from ..store.base import AnnouncementRecord, Store
 from ..tools.base import Tool, ToolCategory, ToolContext, ToolRegistry
 from ..tools.paths import Workspace
-from .events import Event, EventBus
+from .events import EventBus
 from .ids import new_agent_id
 from .limits import Budget, Limits
 from .loop import AgentCore, Stopped
 from .nicknames import NicknamePool
 from .node import AgentNode
 from .prompts import announcement_text, build_system_prompt
+from .recording import Recording, stats
 from .result import RunResult
 from .status import Outcome, Status
 
@@ -66,7 +67,7 @@ class ManagerSettings:
         self.bash_timeout_s = bash_timeout_s
 
 
-class AgentManager:
+class AgentManager(Recording):
     def __init__(
         self,
         *,
@@ -322,7 +323,7 @@ class AgentManager:
         finally:  # a failing store must not leave waiters hanging; its StoreError still propagates
             self._commit_point()
             self._emit(node, "subagent_status_changed", status=str(result.status))
-            self._emit(node, "subagent_completed", **_stats(result))
+            self._emit(node, "subagent_completed", **stats(result))
             waiters, node.waiters = node.waiters, []
             for w in waiters:
                 w(node)
@@ -512,68 +513,6 @@ class AgentManager:
             raise SpawnError(f"no agent with id or nickname {ref!r}; list_agents shows the agents of this tree")
         return node
 
-    # ------------------------------------------------------------------------------------------
-    # store and events
-    def _record(self, node: AgentNode) -> None:
-        i = node.info
-        parent = self.nodes.get(i.parent_id) if i.parent_id else None
-        self.store.create_run(RunRecord(
-            run_id=i.id, agent_id=i.id, nickname=i.nickname, agent_type=i.agent_type, task=node.task_text,
-            child_session_key=f"agent:{i.agent_type}:subagent:{i.id}",
-            requester_session_key=(f"agent:{parent.info.agent_type}:subagent:{parent.id}" if parent else None),
-            parent_id=i.parent_id, root_id=node.root_id, depth=i.depth, label=node.label, model=node.model_name,
-            cleanup=node.cleanup, background=node.background, created_at=time.time(),
-            system_prompt=node.core.system, limits=_limits_dict(node.limits),
-        ))
-
-    def _message_sink(self, node: AgentNode) -> Callable[[Message], None]:
-        store, msgs, run_id, acks = self.store, node.core.messages, node.id, self._acks
-
-        def sink(m: Message) -> None:
-            delivered = acks.pop(run_id, None)
-            if delivered is None:
-                store.append_messages(run_id, len(msgs) - 1, [m])
-            else:  # the announcements this message hands over are marked delivered with it, atomically
-                store.append_messages(run_id, len(msgs) - 1, [m], delivered, time.time())
-
-        return sink
-
-    def _delivered_sink(self, node: AgentNode) -> Callable[[list[str]], None]:
-        def delivered(keys: list[str]) -> None:
-            for k in keys:
-                if k.startswith("ann:"):
-                    self._ack(node, k[4:])
-
-        return delivered
-
-    def _ack(self, node: AgentNode, ann_id: str) -> None:
-        """``ann_id`` reached ``node``: mark it delivered together with the next message ``node`` records."""
-        self._acks.setdefault(node.id, []).append(ann_id)
-
-    def _commit_point(self) -> None:
-        """Hold later events until what the store was given so far is committed (only when someone listens)."""
-        if self.bus.active:
-            gate = self.bus.gate()
-            if not self.store.on_commit(gate.open_threadsafe):
-                self.bus.open(gate)
-
-    def _set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
-        node.status = status
-        self.store.update_run(node.id, {"status": str(status), **fields})
-        self._commit_point()
-        self._emit(node, "subagent_status_changed", status=str(status))
-
-    @staticmethod
-    def _final_fields(r: RunResult) -> dict[str, Any]:
-        return {"status": str(r.status), "outcome": str(r.outcome), "ended_at": time.time(),
-                "usage": r.usage.to_dict(), "cost_usd": r.cost_usd, "turns": r.turns, "tool_calls": r.tool_calls,
-                "truncated": r.truncated, "limit": r.limit, "result_text": r.text, "error": r.error}
-
-    def _emit(self, node: AgentNode, kind: str, **data: Any) -> None:
-        if self.bus.active:
-            i = node.info
-            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, nickname=i.nickname))
-
 
 class _Reservation:
     __slots__ = ("committed", "held", "mgr")
@@ -585,14 +524,3 @@ class _Reservation:
 
     def commit(self) -> None:
         self.committed = True
-
-
-def _limits_dict(lim: Limits) -> dict[str, Any]:
-    return {"max_turns": lim.max_turns, "max_tokens": lim.max_tokens, "timeout_s": lim.timeout_s,
-            "max_cost_usd": lim.max_cost_usd}
-
-
-def _stats(r: RunResult) -> dict[str, Any]:
-    return {"status": str(r.status), "outcome": str(r.outcome), "turns": r.turns, "tool_calls": r.tool_calls,
-            "duration_s": r.duration_s, "usage": r.usage.to_dict(), "cost_usd": r.cost_usd,
-            "truncated": r.truncated, "limit": r.limit}
