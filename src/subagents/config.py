@@ -12,8 +12,16 @@ The recognised keys::
     [store]        url, on_restart (resume | mark_interrupted)
     [cleanup]      archive_after_minutes
     [tools]        bash_timeout_s
+    [limits]       max_turns (sub-agents), root_max_turns (root agents); 0 means no limit
+    [permissions]  mode, allow, ask, deny, approval_timeout_s
+    [sandbox]      mode, network, protect, unprotect (user file only), deny_read, env_passthrough,
+                   allow_git, allow_hardlinks, allow_other_devices
+    [[hooks.<Event>]]     matcher, command, timeout_s, on_error   (one table per hook)
     [providers.anthropic] / [providers.openai]   api_key, base_url, max_retries, timeout_s, max_output_tokens
     [pricing."<model>"]   input, output, cache_read, cache_write   (USD per million tokens)
+
+Lists (``allow``, ``protect``, ...) add up: the user file's entries, then the project file's, then
+the environment's and the arguments'.
 
 Unknown sections or keys and values of the wrong type raise :class:`ConfigError` naming the file,
 the key and the expected type.  API keys are masked whenever settings are shown.
@@ -21,8 +29,6 @@ the key and the expected type.  API keys are masked whenever settings are shown.
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -30,11 +36,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._config_values import check_value as _check
+from ._config_values import hint as _hint
+from ._config_values import quote as _quote
+from ._config_values import show as _show
+from .authority.names import HOOK_EVENTS, MODE_ALIASES, MODES, canonical_mode
 from .exceptions import ConfigError
 
 __all__ = ["ENV_VARS", "NO_MODEL_HELP", "PROVIDERS", "Settings", "load_settings", "mask_secret", "user_config_dir"]
 
 PROVIDERS = ("anthropic", "openai")
+
+_ALIAS_NAMES = ("acceptEdits", "bypassPermissions")
+_USER_ONLY = frozenset({"sandbox.unprotect"})
+"""Keys read only from the user's own config file: a project file (which an agent might have written
+in an unprotected checkout) can never loosen the sandbox."""
+_HOOK_KEYS = {"matcher": "string", "command": "string", "timeout_s": "positive number",
+              "on_error": "one of 'allow', 'block'"}
 
 # dotted key -> (Settings field, expected type name)
 _KEYS: dict[str, tuple[str, str]] = {
@@ -47,13 +65,29 @@ _KEYS: dict[str, tuple[str, str]] = {
     "store.on_restart": ("on_restart", "one of 'resume', 'mark_interrupted'"),
     "cleanup.archive_after_minutes": ("archive_after_minutes", "non-negative number"),
     "tools.bash_timeout_s": ("bash_timeout_s", "positive number"),
+    "limits.max_turns": ("child_max_turns", "non-negative integer"),
+    "limits.root_max_turns": ("root_max_turns", "non-negative integer"),
+    "permissions.mode": ("permission_mode", "one of " + ", ".join(f"'{m}'" for m in (*MODES, *_ALIAS_NAMES))),
+    "permissions.allow": ("allow", "list of strings"),
+    "permissions.ask": ("ask", "list of strings"),
+    "permissions.deny": ("deny", "list of strings"),
+    "permissions.approval_timeout_s": ("approval_timeout_s", "non-negative number"),
+    "sandbox.mode": ("sandbox_mode", "one of 'auto', 'bwrap', 'landlock', 'off'"),
+    "sandbox.network": ("sandbox_network", "boolean"),
+    "sandbox.protect": ("protect", "list of strings"),
+    "sandbox.unprotect": ("unprotect", "list of strings"),
+    "sandbox.deny_read": ("deny_read", "list of strings"),
+    "sandbox.env_passthrough": ("env_passthrough", "list of strings"),
+    "sandbox.allow_git": ("allow_git", "boolean"),
+    "sandbox.allow_hardlinks": ("allow_hardlinks", "boolean"),
+    "sandbox.allow_other_devices": ("allow_other_devices", "boolean"),
 }
 _FIELD_KEYS = {f: k for k, (f, _) in _KEYS.items()}
 _PROVIDER_KEYS = {"api_key": "string", "base_url": "string", "max_retries": "non-negative integer",
                   "timeout_s": "positive number", "max_output_tokens": "positive integer"}
 _PRICE_KEYS = {"input": "non-negative number", "output": "non-negative number",
                "cache_read": "non-negative number", "cache_write": "non-negative number"}
-_SECTIONS = sorted({k.split(".")[0] for k in _KEYS} | {"providers", "pricing"})
+_SECTIONS = sorted({k.split(".")[0] for k in _KEYS} | {"providers", "pricing", "hooks"})
 
 #: environment variable -> dotted key
 ENV_VARS: dict[str, str] = {
@@ -61,6 +95,8 @@ ENV_VARS: dict[str, str] = {
     "SUBAGENTS_MAX_THREADS": "agents.max_threads",
     "SUBAGENTS_MAX_DEPTH": "agents.max_depth",
     "SUBAGENTS_STORE": "store.url",
+    "SUBAGENTS_PERMISSION_MODE": "permissions.mode",
+    "SUBAGENTS_SANDBOX": "sandbox.mode",
     "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
     "OPENAI_API_KEY": "providers.openai.api_key",
 }
@@ -109,6 +145,23 @@ class Settings:
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)   # [providers.anthropic] api_key = ...
     pricing: dict[str, dict[str, Any]] = field(default_factory=dict)     # [pricing."model"] input = ...
     sources: dict[str, str] = field(default_factory=dict)
+    child_max_turns: int = 50                 # [limits] max_turns (0: no limit)
+    root_max_turns: int = 200                 # [limits] root_max_turns (0: no limit)
+    permission_mode: str = "default"          # [permissions] mode        / SUBAGENTS_PERMISSION_MODE
+    allow: list[str] = field(default_factory=list)   # [permissions] allow = ["bash(git status*)", ...]
+    ask: list[str] = field(default_factory=list)     # [permissions] ask
+    deny: list[str] = field(default_factory=list)    # [permissions] deny
+    approval_timeout_s: float | None = None   # [permissions] approval_timeout_s (unset: no limit on a terminal)
+    sandbox_mode: str = "auto"                # [sandbox] mode: auto | bwrap | landlock | off / SUBAGENTS_SANDBOX
+    sandbox_network: bool = False             # [sandbox] network
+    protect: list[str] = field(default_factory=list)          # [sandbox] protect: more protected paths
+    unprotect: list[str] = field(default_factory=list)        # [sandbox] unprotect (user file only)
+    deny_read: list[str] = field(default_factory=list)        # [sandbox] deny_read: more hidden paths
+    env_passthrough: list[str] = field(default_factory=list)  # [sandbox] env_passthrough
+    allow_git: bool = False                   # [sandbox] allow_git: the shell may write .git (not hooks/config)
+    allow_hardlinks: bool = False             # [sandbox] allow_hardlinks: file tools write multi-link files
+    allow_other_devices: bool = False         # [sandbox] allow_other_devices: ... and files on other mounts
+    hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # [[hooks.PreToolUse]] command = ...
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""
@@ -123,6 +176,10 @@ class Settings:
             for opt, v in sorted(self.pricing[model].items()):
                 key = f"pricing.{_quote(model)}.{opt}"
                 yield key, v, self.sources.get(key, "default")
+        for event in sorted(self.hooks):
+            for i, h in enumerate(self.hooks[event]):
+                key = f"hooks.{event}[{i}]"
+                yield key, h, self.sources.get(key, "default")
 
     def to_dict(self, *, masked: bool = True) -> dict[str, dict[str, Any]]:
         """``{dotted key: {"value": ..., "source": ...}}`` (API keys masked by default)."""
@@ -145,9 +202,10 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
     s = Settings()
     for key in _KEYS:
         s.sources[key] = "default"
-    for path in (user_config_dir(environ) / "config.toml", Path(workdir).resolve() / ".subagents" / "config.toml"):
+    user_file = user_config_dir(environ) / "config.toml"
+    for path in (user_file, Path(workdir).resolve() / ".subagents" / "config.toml"):
         if path.is_file():
-            _apply_file(s, path)
+            _apply_file(s, path, user=path == user_file)
     for var, key in ENV_VARS.items():
         raw = environ.get(var)
         if raw is not None and raw.strip():
@@ -164,7 +222,7 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
 
 
 # -- files ------------------------------------------------------------------------------------------
-def _apply_file(s: Settings, path: Path) -> None:
+def _apply_file(s: Settings, path: Path, *, user: bool = False) -> None:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
@@ -181,12 +239,44 @@ def _apply_file(s: Settings, path: Path) -> None:
         if section in ("providers", "pricing"):
             _apply_nested(s, path, section, table)
             continue
+        if section == "hooks":
+            _apply_hooks(s, path, table)
+            continue
         known = [k.split(".", 1)[1] for k in _KEYS if k.startswith(section + ".")]
         for key, value in table.items():
             if key not in known:
                 raise ConfigError(f"{path}: unknown key [{section}] {key}{_hint(key, known)}; "
                                   f"known keys of [{section}]: {', '.join(known)}")
+            if f"{section}.{key}" in _USER_ONLY and not user:
+                raise ConfigError(f"{path}: [{section}] {key} is read only from your user config file "
+                                  f"({user_config_dir() / 'config.toml'}), never from a project's; move it there")
             _set(s, f"{section}.{key}", value, src, f"{path}: [{section}] {key}")
+
+
+def _apply_hooks(s: Settings, path: Path, table: dict[str, Any]) -> None:
+    for event, hooks in table.items():
+        if event not in HOOK_EVENTS:
+            raise ConfigError(f"{path}: unknown hook event [[hooks.{event}]]{_hint(event, HOOK_EVENTS)}; "
+                              f"known events: {', '.join(HOOK_EVENTS)}")
+        if not isinstance(hooks, list) or not all(isinstance(h, dict) for h in hooks):
+            raise ConfigError(f"{path}: hooks.{event} must be an array of tables ([[hooks.{event}]]), "
+                              f"got {_show(hooks)}")
+        for h in hooks:
+            where = f"{path}: [[hooks.{event}]]"
+            for key, value in h.items():
+                if key not in _HOOK_KEYS:
+                    raise ConfigError(f"{where} unknown key {key}{_hint(key, _HOOK_KEYS)}; "
+                                      f"known keys: {', '.join(_HOOK_KEYS)}")
+                try:
+                    h[key] = _check(value, _HOOK_KEYS[key])
+                except ValueError:
+                    raise ConfigError(f"{where} {key} must be {_article(_HOOK_KEYS[key])}{_HOOK_KEYS[key]}, "
+                                      f"got {_show(value)}") from None
+            if not h.get("command", "").strip():
+                raise ConfigError(f"{where} needs a command (the program to run, e.g. command = \"./guard.sh\")")
+            bucket = s.hooks.setdefault(event, [])
+            s.sources[f"hooks.{event}[{len(bucket)}]"] = str(path)
+            bucket.append(h)
 
 
 def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any]) -> None:
@@ -231,30 +321,20 @@ def _from_env(key: str, raw: str) -> Any:
     return raw
 
 
-def _check(value: Any, expected: str) -> Any:
-    """The value converted to its type, or raise ``ValueError`` (the caller words the message)."""
-    if expected == "string":
-        if isinstance(value, str):
-            return value
-    elif expected.startswith("one of"):
-        if isinstance(value, str) and f"'{value}'" in expected:
-            return value
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        in_range = value > 0 or (value == 0 and expected.startswith("non-negative"))
-        if in_range and "integer" not in expected:
-            return float(value)
-        if in_range and isinstance(value, int):
-            return value
-    raise ValueError(expected)
-
-
 def _set(s: Settings, key: str, value: Any, source: str, where: str) -> None:
     expected = _expected(key)
+    if key == "permissions.mode" and isinstance(value, str) and value not in MODES and value in MODE_ALIASES:
+        value = canonical_mode(value)
     try:
         value = _check(value, expected)
     except ValueError:
-        article = "" if expected.startswith("one of") else ("an " if expected[0] in "aeiou" else "a ")
-        raise ConfigError(f"{where} must be {article}{expected}, got {_show(value)}") from None
+        raise ConfigError(f"{where} must be {_article(expected)}{expected}, got {_show(value)}") from None
+    if expected == "list of strings":
+        before = getattr(s, _KEYS[key][0])
+        old = s.sources.get(key, "default")
+        setattr(s, _KEYS[key][0], [*before, *value])
+        s.sources[key] = source if old == "default" or not before else f"{old}, {source}"
+        return
     if key in _KEYS:
         setattr(s, _KEYS[key][0], value)
     else:
@@ -266,22 +346,7 @@ def _set(s: Settings, key: str, value: Any, source: str, where: str) -> None:
     s.sources[key] = source
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "an array"
-    return repr(value)
-
-
-def _quote(name: str) -> str:
-    return name if name.replace("_", "").replace("-", "").isalnum() else json.dumps(name)
-
-
-def _hint(word: str, choices: Any) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+def _article(expected: str) -> str:
+    if expected.startswith(("one of", "list")):
+        return "a " if expected.startswith("list") else ""
+    return "an " if expected[0] in "aeiou" else "a "

@@ -25,10 +25,11 @@ from ..exceptions import ConfigError, SpawnError, UserError
 from ..models.base import Model
 from ..models.pricing import set_price_overrides
 from ..models.resolve import resolve_model
+from ..sandbox.policy import SandboxPolicy
+from ..sandbox.workspace import Workspace
 from ..store import RunRecord, Store, open_store
 from ..tools.agents import AGENT_TOOLS
 from ..tools.base import Tool, as_tools
-from ..tools.paths import Workspace
 from .control import ManagerControl
 from .events import Event, EventBus, EventCallback
 from .limits import Limits
@@ -89,13 +90,18 @@ class Runtime:
         limits: Limits | None = None,
         on_event: EventCallback | None = None,
         builtin_tools: bool = True,
+        permission_mode: str | None = None,
+        approver: Any = None,
+        hooks: Any = None,
+        sandbox: SandboxPolicy | str | None = None,
     ) -> None:
         root = Path(workdir)
         if not root.is_dir():
             raise UserError(f"workdir {str(root)!r} is not a directory; pass an existing project directory")
         self.workdir = root.resolve()
         self.settings = settings or load_settings(self.workdir, overrides={
-            "max_threads": max_threads, "max_depth": max_depth})
+            "max_threads": max_threads, "max_depth": max_depth, "permission_mode": permission_mode,
+            "sandbox_mode": sandbox if isinstance(sandbox, str) else None})
         s = self.settings
         if max_threads is not None:
             s.max_threads = max_threads
@@ -113,10 +119,15 @@ class Runtime:
         if on_event is not None:
             self.bus.on(on_event)
         self.definitions: DefinitionSet = load_definitions(self.workdir, session=agents)
+        policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
+        store_path = getattr(self.store, "path", None)
+        self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
+        self._approver = approver
+        self._hooks = hooks
         universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *as_tools(tools)]
         self.manager = AgentManager(
             definitions=self.definitions, tools=universe, model=self.model, resolve_model=self._resolve,
-            workspace=Workspace(self.workdir), store=self.store, bus=self.bus,
+            workspace=self.workspace, store=self.store, bus=self.bus,
             settings=ManagerSettings(max_threads=s.max_threads, max_depth=s.max_depth,
                                      result_max_chars=s.result_max_chars,
                                      base_prompt=system_prompt if system_prompt is not None else DEFAULT_BASE_PROMPT,

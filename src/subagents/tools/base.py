@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 from ..exceptions import ToolError
 from ..messages import ToolResultBlock, ToolUseBlock
 from ..models.base import INVALID_ARGUMENTS_KEY, AgentInfo, ToolSpec
-from .paths import Workspace
+from ..sandbox.workspace import Workspace
 from .schema import schema_for_function, validate
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ class ToolContext:
     """What a running tool may reach: the calling agent, its workspace, shared state.
 
     ``control`` is the small interface to the agent manager used by the sub-agent tools; it is
-    ``None`` when an agent runs without a manager.
+    ``None`` when an agent runs without a manager.  ``sandbox`` runs the shell's commands confined
+    (``None``: a default sandbox for ``workspace``); ``shell_writable`` is ``False`` in plan mode,
+    where the shell sees the workspace read-only.
     """
 
     agent: AgentInfo
@@ -74,6 +76,8 @@ class ToolContext:
     control: AgentControl | None = None
     bash_timeout_s: float = 120.0
     state: dict[str, Any] = field(default_factory=dict)
+    sandbox: Any = None
+    shell_writable: bool = True
 
 
 @runtime_checkable

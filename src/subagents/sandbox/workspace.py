@@ -1,0 +1,143 @@
+"""``Workspace``: the directory an agent may touch, and the paths inside and outside it that it may not.
+
+One object answers "what may this agent touch" for every tool: the file tools resolve and check
+paths through it, the shell sandbox turns its lists into read-only and hidden mounts.
+
+- ``protected``: paths no agent tool may write or delete (``.subagents``, ``.git``, ``.claude``,
+  ``.qwen``, plus ``[sandbox] protect``, minus ``unprotect`` from the user's own config);
+- ``hidden``: paths no agent tool may read (the run store's files, credential locations in
+  ``$HOME``, the user config dir of ``subagents``, plus ``[sandbox] deny_read``);
+- ``shell_readonly``: what the shell sandbox binds read-only inside the writable workspace (the
+  protected paths; with ``allow_git`` the shell may write ``.git`` except its hooks and config).
+
+>>> import tempfile
+>>> ws = Workspace(tempfile.mkdtemp())
+>>> ws.is_protected(ws.root / ".subagents" / "config.toml"), ws.is_protected(ws.root / "src" / "a.py")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..exceptions import ToolError
+from .policy import CREDENTIAL_PATHS, DEFAULT_HIDDEN, DEFAULT_PROTECTED, SandboxPolicy
+
+__all__ = ["Workspace"]
+
+
+def _under(p: Path, roots: Iterable[Path]) -> Path | None:
+    """The first of ``roots`` that is ``p`` or one of its ancestors."""
+    for r in roots:
+        if p == r or r in p.parents:
+            return r
+    return None
+
+
+class Workspace:
+    """The directory an agent may touch.  ``resolve`` refuses anything that lands outside it.
+
+    Relative paths are taken from the root; absolute paths are accepted only when they lie inside
+    it.  Symlinks are resolved (for a path that does not exist yet, through its nearest existing
+    parent), so a link that points outside is refused too.
+    """
+
+    __slots__ = ("hidden", "home", "policy", "protected", "root", "shell_readonly")
+
+    def __init__(self, root: str | os.PathLike[str], policy: SandboxPolicy | None = None, *,
+                 store_files: Iterable[str | os.PathLike[str]] = (), home: str | os.PathLike[str] | None = None
+                 ) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise NotADirectoryError(f"workspace root {self.root} is not a directory")
+        self.policy = policy or SandboxPolicy()
+        self.home = Path(home if home is not None else os.path.expanduser("~")).resolve()
+        unprotect = {self._absolute(p) for p in self.policy.unprotect}
+        protected = [self._absolute(p) for p in (*DEFAULT_PROTECTED, *self.policy.protect)]
+        self.protected: tuple[Path, ...] = tuple(dict.fromkeys(p for p in protected if p not in unprotect))
+        git = self.root / ".git"
+        if self.policy.allow_git and git in self.protected:
+            shell = [p for p in self.protected if p != git] + [git / "hooks", git / "config"]
+        else:
+            shell = list(self.protected)
+        self.shell_readonly: tuple[Path, ...] = tuple(shell)
+        hidden = [self._absolute(p) for p in (*DEFAULT_HIDDEN, *CREDENTIAL_PATHS, *self.policy.deny_read)]
+        hidden.append(self._user_config_dir())
+        self.hidden: tuple[Path, ...] = tuple(dict.fromkeys(hidden))
+        self.add_hidden(store_files)
+
+    def _user_config_dir(self) -> Path:
+        base = os.environ.get("XDG_CONFIG_HOME") or str(self.home / ".config")
+        return Path(base).resolve() / "subagents"
+
+    def _absolute(self, p: str | os.PathLike[str]) -> Path:
+        raw = os.fspath(p)
+        if raw.startswith("~"):
+            raw = str(self.home) + raw[1:]
+        path = Path(raw)
+        return Path(os.path.normpath(path if path.is_absolute() else self.root / path))
+
+    def add_hidden(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        """Hide more files (the runtime adds the SQLite store it opened, with its -wal/-shm/-journal)."""
+        extra: list[Path] = []
+        for p in paths:
+            a = self._absolute(p)
+            extra += [a, a.with_name(a.name + "-wal"), a.with_name(a.name + "-shm"), a.with_name(a.name + "-journal")]
+        if extra:
+            self.hidden = tuple(dict.fromkeys((*self.hidden, *extra)))
+
+    # -- questions --------------------------------------------------------------------------------
+    def is_protected(self, real: Path) -> bool:
+        """Whether ``real`` (an absolute, resolved path) is or lies under a protected path."""
+        return _under(real, self.protected) is not None
+
+    def is_hidden(self, real: Path) -> bool:
+        """Whether ``real`` is or lies under a hidden path (the store, credentials, ``deny_read``)."""
+        return _under(real, self.hidden) is not None
+
+    def check_write(self, real: Path, raw: str) -> None:
+        """Raise :class:`ToolError` if an agent may not write or delete ``real``."""
+        hit = _under(real, self.protected)
+        if hit is not None:
+            raise ToolError(
+                f"{raw!r} is inside {self.relative(hit)}, which holds the runtime's own state or version "
+                "control and is protected: no agent tool may write or delete it, in any permission mode. "
+                "Write somewhere else in the workspace.")
+        self.check_read(real, raw)
+
+    def check_read(self, real: Path, raw: str) -> None:
+        """Raise :class:`ToolError` if an agent may not read ``real``."""
+        hit = _under(real, self.hidden)
+        if hit is not None:
+            raise ToolError(
+                f"{raw!r} is hidden from agents ({self.relative(hit)} holds the run store or credentials, or "
+                "is listed in [sandbox] deny_read); it cannot be read or written by any tool.")
+
+    # -- paths ----------------------------------------------------------------------------------
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """The real, absolute path for ``path``; :class:`ToolError` if it escapes the root."""
+        raw = os.fspath(path)
+        if "\x00" in raw:
+            raise ToolError(f"path {raw!r} contains a NUL byte")
+        p = Path(raw)
+        candidate = p if p.is_absolute() else self.root / p
+        real = candidate.resolve(strict=False)
+        if real != self.root and self.root not in real.parents:
+            raise ToolError(
+                f"path {raw!r} resolves to {real}, outside the workspace {self.root}; "
+                "use a path inside the workspace"
+            )
+        return real
+
+    def relative(self, p: Path) -> str:
+        """``p`` relative to the root, for display."""
+        try:
+            rel = p.relative_to(self.root)
+        except ValueError:
+            return str(p)
+        return str(rel) or "."
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
