@@ -167,3 +167,20 @@ def test_unknown_fields_are_refused(store: Store, field: str) -> None:
     with pytest.raises(StoreError) as e:
         store.update_run("r1", {field: 1})
     assert str(e.value) == f"unknown run record field {field!r}; the fields are those of RunRecord"
+
+
+def test_audit_entries_read_back_in_order_and_go_with_a_deleted_run(store: Store) -> None:
+    store.create_run(rec("r1", permission_mode="plan"))
+    store.create_run(rec("r2"))
+    store.add_audit("r1", "approval", {"tool": "bash", "decision": "allowed once", "by": "approver"}, 1.0)
+    store.add_audit("r1", "hook_error", {"event": "PreToolUse", "message": "exit 127"}, 2.0)
+    store.add_audit("r2", "denied", {"tool": "write_file", "reason": "plan"}, 3.0)
+    store.flush()
+    assert [(a.kind, a.at, a.data) for a in store.audit_of("r1")] == [
+        ("approval", 1.0, {"tool": "bash", "decision": "allowed once", "by": "approver"}),
+        ("hook_error", 2.0, {"event": "PreToolUse", "message": "exit 127"})]
+    assert store.get_run("r1").permission_mode == "plan"  # type: ignore[union-attr]
+    store.delete_run("r1")
+    store.flush()
+    assert store.audit_of("r1") == []
+    assert [a.kind for a in store.audit_of("r2")] == ["denied"]

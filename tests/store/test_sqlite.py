@@ -116,13 +116,16 @@ def test_migrates_a_version_1_store_forward_keeping_its_data(tmp_path: Path) -> 
         assert s.transcript("old") == [Message.user("hi")]
         assert [a.id for a in s.pending_announcements()] == ["old:1"]
         s.heartbeat(s.owner, 3.0)  # a v2 table
+        s.add_audit("old", "approval", {"tool": "bash", "decision": "allowed once"}, 4.0)  # a v3 table
         s.flush()
         assert s.owner_heartbeat(s.owner) == 3.0
+        assert [(a.kind, a.data["tool"]) for a in s.audit_of("old")] == [("approval", "bash")]
+        assert s.get_run("old").permission_mode == ""  # type: ignore[union-attr]
     finally:
         s.close()
     conn = sqlite3.connect(p)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
     finally:
         conn.close()
 

@@ -211,6 +211,7 @@ class Plan:
             c.executemany("DELETE FROM runs WHERE run_id = ?", ids)
             c.executemany("DELETE FROM transcript WHERE run_id = ?", ids)
             c.executemany("DELETE FROM announcements WHERE child_id = ? AND delivered_at IS NOT NULL", ids)
+            c.executemany("DELETE FROM audit WHERE run_id = ?", ids)
             for r in self.delete:
                 tails.pop(r, None)
         if self.inserts:

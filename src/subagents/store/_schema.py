@@ -5,6 +5,7 @@ Version history:
 * **1** — ``runs`` (without ``runs``/``owner``), ``transcript``, ``announcements``.
 * **2** — ``runs.runs`` and ``runs.owner`` (restart recovery), ``owners`` (heartbeats of live
   runtimes), ``requests`` (cancel/resume asked by another process), an index on ``runs.owner``.
+* **3** — ``runs.permission_mode`` and ``audit`` (approval decisions, denials, hook blocks and errors).
 
 A store opened by an older ``subagents`` is migrated forward in one transaction at open; a store
 written by a newer one is refused (never downgraded).
@@ -16,7 +17,7 @@ import sqlite3
 
 __all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "V1_SCHEMA", "migrate"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The ``runs`` columns, in :class:`~subagents.store.base.RunRecord` field order.
 RUN_COLUMNS: tuple[str, ...] = (
@@ -24,6 +25,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "parent_id", "root_id", "depth", "label", "model", "cleanup", "background", "status", "outcome",
     "created_at", "started_at", "ended_at", "archive_at", "archived", "usage", "cost_usd", "turns",
     "tool_calls", "truncated", "limit", "result_text", "error", "system_prompt", "limits", "runs", "owner",
+    "permission_mode",
 )
 
 V1_SCHEMA = """
@@ -66,8 +68,18 @@ CREATE INDEX requests_open ON requests(done_at, run_id);
 PRAGMA user_version = 2;
 """
 
+_V2_TO_V3 = """
+ALTER TABLE runs ADD COLUMN permission_mode TEXT NOT NULL DEFAULT '';
+CREATE TABLE audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, at REAL NOT NULL, kind TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX audit_run ON audit(run_id, id);
+PRAGMA user_version = 3;
+"""
+
 #: ``from version -> script`` that brings a store to ``from version + 1``.
-_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2}
+_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3}
 
 
 def _statements(script: str) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..exceptions import StoreError
 from ..messages import Message
 
-__all__ = ["FINAL_STATUSES", "AnnouncementRecord", "Request", "RunRecord", "Store", "check_run_fields"]
+__all__ = ["FINAL_STATUSES", "AnnouncementRecord", "AuditRecord", "Request", "RunRecord", "Store", "check_run_fields"]
 
 #: Statuses after which a run does not change on its own (``Status.is_final`` in the runtime).
 FINAL_STATUSES = frozenset({"completed", "errored", "shutdown"})
@@ -57,6 +57,7 @@ class RunRecord:
     limits: dict[str, Any] = field(default_factory=dict)
     runs: int = 0          # how many times the agent was started (announcement ids are "<run_id>:<runs>")
     owner: str = ""        # "<host>:<pid>:<token>" of the process whose runtime drives it
+    permission_mode: str = ""  # the permission mode it runs in ("" in stores written before v3)
 
     @property
     def is_final(self) -> bool:
@@ -98,6 +99,16 @@ class Request:
     message: str
     created_at: float
     done_at: float | None = None
+
+
+@dataclass(slots=True)
+class AuditRecord:
+    """Who allowed what: an approval decision, a call denied by a rule, a hook that blocked or failed."""
+
+    run_id: str
+    at: float
+    kind: str              # "approval" | "denied" | "hook_blocked" | "hook_error"
+    data: dict[str, Any]
 
 
 @runtime_checkable
@@ -146,7 +157,15 @@ class Store(Protocol):
         ...
 
     def delete_run(self, run_id: str) -> None:
-        """Remove the record, its transcript and its delivered announcements."""
+        """Remove the record, its transcript, its audit entries and its delivered announcements."""
+        ...
+
+    def add_audit(self, run_id: str, kind: str, data: dict[str, Any], at: float) -> None:
+        """Record a permission decision or hook event of ``run_id`` (``data``: JSON-serializable)."""
+        ...
+
+    def audit_of(self, run_id: str) -> list[AuditRecord]:
+        """The audit entries of a run, oldest first."""
         ...
 
     def cleanup_candidates(self, now: float) -> list[RunRecord]:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message
-from .base import AnnouncementRecord, Request, RunRecord, check_run_fields
+from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
 
 __all__ = ["MemoryStore"]
 
@@ -26,6 +26,7 @@ class MemoryStore:
         self.owner = new_owner_id()
         self.heartbeats: dict[str, float] = {}
         self.requests: list[Request] = []
+        self.audit: dict[str, list[AuditRecord]] = {}
 
     def create_run(self, rec: RunRecord) -> None:
         if not rec.owner:
@@ -91,6 +92,7 @@ class MemoryStore:
     def delete_run(self, run_id: str) -> None:
         self.runs.pop(run_id, None)
         self.transcripts.pop(run_id, None)
+        self.audit.pop(run_id, None)
         for k in [k for k, a in self.announcements.items() if a.child_id == run_id and a.delivered_at is not None]:
             del self.announcements[k]
 
@@ -115,6 +117,12 @@ class MemoryStore:
                 r.done_at = at
                 out.append(dataclasses.replace(r))
         return out
+
+    def add_audit(self, run_id: str, kind: str, data: dict[str, Any], at: float) -> None:
+        self.audit.setdefault(run_id, []).append(AuditRecord(run_id, at, kind, dict(data)))
+
+    def audit_of(self, run_id: str) -> list[AuditRecord]:
+        return list(self.audit.get(run_id, ()))
 
     def on_commit(self, callback: Callable[[], None]) -> bool:
         return False

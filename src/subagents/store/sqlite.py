@@ -57,7 +57,7 @@ from ._batch import (
     record_from_row,
 )
 from ._schema import SCHEMA_VERSION, migrate
-from .base import AnnouncementRecord, Request, RunRecord, check_run_fields
+from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
 from .memory import new_owner_id
 
 __all__ = ["SQLiteStore"]
@@ -225,6 +225,14 @@ class SQLiteStore:
     def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
         self._put((SQL, "INSERT INTO requests (run_id, kind, message, created_at) VALUES (?, ?, ?, ?)",
                    (run_id, kind, message, at)))
+
+    def add_audit(self, run_id: str, kind: str, data: dict[str, Any], at: float) -> None:
+        self._put((SQL, "INSERT INTO audit (run_id, at, kind, data) VALUES (?, ?, ?, ?)",
+                   (run_id, at, kind, json.dumps(data, ensure_ascii=False, default=str))))
+
+    def audit_of(self, run_id: str) -> list[AuditRecord]:
+        rows = self._read("SELECT run_id, at, kind, data FROM audit WHERE run_id = ? ORDER BY id", (run_id,))
+        return [AuditRecord(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     def on_commit(self, callback: Callable[[], None]) -> bool:
         self._put((CALL, callback))
