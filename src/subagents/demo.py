@@ -29,7 +29,7 @@ from .models.function import FunctionModel
 __all__ = ["DEMO_LABEL", "DEMO_PROMPT", "REPORT_PATH", "Survey", "demo_model", "demo_script", "survey"]
 
 DEMO_LABEL = "scripted model — no LLM"
-REPORT_PATH = ".subagents/demo-report.md"
+REPORT_PATH = "subagents-demo-report.md"
 DEMO_PROMPT = (
     "Survey this directory: list it, count its files by extension, find TODO/FIXME markers and Python "
     f"definitions, read the README, then write a short report to {REPORT_PATH} and summarise it."

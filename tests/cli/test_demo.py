@@ -41,8 +41,8 @@ def visible_files(root: Path) -> list[Path]:
     for dirpath, dirs, names in os.walk(root):
         top = Path(dirpath) == root
         dirs[:] = [d for d in dirs if not (top and (d.startswith(".") or d in SKIP_DIRS))] if top else dirs
-        out += [Path(dirpath) / n for n in names]
-    return out
+        out += [Path(dirpath) / n for n in names if not (top and n == "subagents-demo-report.md")]
+    return out  # the report itself is written after the survey
 
 
 def test_demo_writes_a_report_whose_facts_match_the_directory(
@@ -52,7 +52,7 @@ def test_demo_writes_a_report_whose_facts_match_the_directory(
     captured = capsys.readouterr()
     assert DEMO_LABEL in captured.err
     assert DEMO_LABEL in captured.out
-    report = (tree / ".subagents" / "demo-report.md").read_text()
+    report = (tree / "subagents-demo-report.md").read_text()
     assert DEMO_LABEL in report
 
     files = visible_files(tree)
@@ -76,7 +76,7 @@ def test_demo_writes_a_report_whose_facts_match_the_directory(
     assert captured.out.startswith(f"Survey done ({DEMO_LABEL}; ")
     assert "8 files (3 .py, 2 .md, 1 (none), 1 .cfg); 4 TODO/FIXME lines in 4 files; " in captured.out
     assert 'The README starts with "# Widget".' in captured.out
-    assert "The report is in .subagents/demo-report.md." in captured.out
+    assert "The report is in subagents-demo-report.md." in captured.out
 
 
 def test_demo_json(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,7 +95,7 @@ def test_demo_on_an_empty_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["demo", "--cwd", str(empty)]) == 0
-    report = (empty / ".subagents" / "demo-report.md").read_text()
+    report = (empty / "subagents-demo-report.md").read_text()
     assert "## Entries (0, from `list_dir .`)" in report
     assert "## Files by extension (0 files)" in report
 
@@ -109,7 +109,7 @@ def test_read_only_agent_answers_with_the_report_instead_of_writing(
     assert out.startswith("# Survey of `src`")
     assert "## Files by extension (3 files)" in out
     assert "## Python definitions: 1 class and 4 functions in 2 files" in out
-    assert not (tree / ".subagents" / "demo-report.md").exists()
+    assert not (tree / "subagents-demo-report.md").exists()
 
 
 def test_demo_fans_out_to_explore_children(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,7 +123,7 @@ def test_demo_fans_out_to_explore_children(tree: Path, capsys: pytest.CaptureFix
     assert child_tools == {"list_dir", "glob", "grep"}  # children only read
     completed = [e for e in events if e["kind"] == "subagent_completed" and e["depth"] == 1]
     assert [e["outcome"] for e in completed] == ["ok", "ok"]
-    report = (tree / ".subagents" / "demo-report.md").read_text()
+    report = (tree / "subagents-demo-report.md").read_text()
     assert "## Delegated to 2 sub-agents (explore, in the background)" in report
     assert re.search(r"- explore-\w+: status completed, outcome ok", report)
 
@@ -138,7 +138,7 @@ def test_demo_scans_itself_what_max_threads_refuses(tmp_path: Path, capsys: pyte
     assert len([e for e in events if e["kind"] == "subagent_spawned" and e["depth"] == 1]) == 4  # max_threads=4
     own_globs = [e for e in events if e["kind"] == "tool_start" and e["depth"] == 0 and e["tool"] == "glob"]
     assert len(own_globs) == 2  # the two refused directories were scanned by the coordinator
-    report = (root / ".subagents" / "demo-report.md").read_text()
+    report = (root / "subagents-demo-report.md").read_text()
     assert "## Files by extension (6 files)" in report
     assert "## TODO / FIXME markers: 6 lines in 6 files" in report
     assert "## Python definitions: 0 classes and 6 functions in 6 files" in report
@@ -152,4 +152,4 @@ def test_demo_pace_slows_the_scripted_model(tree: Path, capsys: pytest.CaptureFi
     # the coordinator's 5 model calls and a child's last 2 (its first overlaps the coordinator's 3rd)
     # follow one another: at least 7 paced calls in a row
     assert time.monotonic() - t0 >= 7 * 0.05
-    assert "The report is in .subagents/demo-report.md." in capsys.readouterr().out
+    assert "The report is in subagents-demo-report.md." in capsys.readouterr().out

@@ -341,7 +341,7 @@ async def test_close_cascades_to_grandchildren_and_kills_bash(workdir: Path) -> 
                 ToolCall("bash", {"command": f"echo $$ > {pidfile}; sleep 300"})])
         return ModelResponse(text="never")
 
-    async with runtime(workdir, fn) as rt:
+    async with runtime(workdir, fn, permission_mode="yolo") as rt:
         root = await rt.run("go")
         await ready.wait()
         for _ in range(200):

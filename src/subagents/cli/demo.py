@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from .run import MODE_CHOICES
+
 __all__ = ["demo"]
 
 
@@ -17,17 +19,19 @@ __all__ = ["demo"]
 @click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Make each scripted model call take this long, to watch the agents in the live view "
                    "(default: 0.3 on a terminal, 0 otherwise).")
-def demo(cwd: Path, as_json: bool, pace_s: float | None) -> int:
+@click.option("--permission-mode", type=click.Choice(MODE_CHOICES), default="autoEdit", show_default=True,
+              help="The demo only writes its report, so file edits are allowed; pass 'default' to be asked first.")
+def demo(cwd: Path, as_json: bool, pace_s: float | None, permission_mode: str) -> int:
     """Survey a directory with a scripted model (no LLM, no key needed) and the real tools.
 
     The agent lists the directory, counts files by extension, greps for TODO/FIXME and Python
-    definitions, reads the README, writes .subagents/demo-report.md and summarises it.
+    definitions, reads the README, writes subagents-demo-report.md and summarises it.
     """
     from ..config import load_settings
     from ..demo import DEMO_LABEL, DEMO_PROMPT, REPORT_PATH, demo_model
     from .run import execute
 
-    settings = load_settings(cwd)
+    settings = load_settings(cwd, overrides={"permission_mode": permission_mode})
     if not as_json:
         click.echo(f"subagents demo — {DEMO_LABEL} — real tools over {cwd.resolve()}", err=True)
     if pace_s is None:

@@ -101,6 +101,10 @@ class Progress:
             r.activity = f"{d.get('tool')}({_args(d.get('arguments'))})"
         elif ev.kind == "tool_end":
             r.activity = f"{d.get('tool')} {'failed' if d.get('is_error') else 'done'}"
+        elif ev.kind == "approval_requested":
+            r.activity = f"waiting for approval: {d.get('tool')}"
+        elif ev.kind == "approval_decided":
+            r.activity = f"{d.get('tool')} {d.get('decision')}"
         elif ev.kind in ("run_end", "subagent_completed", "subagent_status_changed"):
             r.status = str(d.get("status") or r.status)
             r.turns = int(d.get("turns", r.turns))
@@ -154,6 +158,23 @@ class LiveView:
         self.progress.update(ev)
         if self._live is not None:
             self._live.update(self._renderable())
+
+    def pause(self) -> None:
+        """Stop redrawing (while the person answers an approval prompt below the view)."""
+        if self._live is not None:
+            self._live.stop()
+
+    def resume(self) -> None:
+        if self._live is not None:
+            self._live.start(refresh=True)
+
+    def note(self, line: str) -> None:
+        """Print a line above the live view (hook errors, refusals)."""
+        if self._live is not None:
+            self._live.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            self.stream.write(line + "\n")
+            self.stream.flush()
 
     def _renderable(self) -> Any:
         from rich.text import Text

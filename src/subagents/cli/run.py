@@ -15,11 +15,13 @@ if TYPE_CHECKING:
     from ..runtime.limits import Limits
     from ..runtime.result import RunResult
 
+from ..authority.names import MODE_ALIASES, MODES
 from ..config import NO_MODEL_HELP
 
 __all__ = ["NO_MODEL_MESSAGE", "execute", "run"]
 
 NO_MODEL_MESSAGE = "error: " + NO_MODEL_HELP
+MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[1:] != k[1:].lower())]
 
 
 @click.command()
@@ -33,17 +35,32 @@ NO_MODEL_MESSAGE = "error: " + NO_MODEL_HELP
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
               help="Stop the run after this many seconds (wall clock).")
 @click.option("--json", "as_json", is_flag=True, help="Write one JSON event per line, then the result.")
+@click.option("--permission-mode", type=click.Choice(MODE_CHOICES), default=None,
+              help="default: edits and commands ask first; plan: change nothing; autoEdit: edits allowed, "
+                   "commands ask; yolo: everything allowed (default: [permissions] mode, else 'default').")
+@click.option("--allow", "allow", multiple=True, metavar="RULE",
+              help="Allow calls matching RULE without asking, e.g. 'bash(git status*)' (repeatable).")
+@click.option("--deny", "deny", multiple=True, metavar="RULE",
+              help="Refuse calls matching RULE, e.g. 'read_file(.env)' (repeatable).")
+@click.option("--sandbox", "sandbox_mode", type=click.Choice(["auto", "bwrap", "landlock", "off"]), default=None,
+              help="How bash is confined (default: [sandbox] mode, else auto). 'off' runs commands unconfined.")
 @click.pass_context
 def run(ctx: click.Context, prompt: str, model_name: str | None, agent: str, cwd: Path,
-        max_turns: int | None, timeout_s: float | None, as_json: bool) -> int:
+        max_turns: int | None, timeout_s: float | None, as_json: bool, permission_mode: str | None,
+        allow: tuple[str, ...], deny: tuple[str, ...], sandbox_mode: str | None) -> int:
     """Run PROMPT with one agent and print its final answer.
+
+    On a terminal, calls that need approval (file edits and shell commands in the default permission
+    mode) are asked there; elsewhere (--json, CI, a pipe) they are denied unless the mode or a rule
+    allows them.
 
     Exit status: 0 ok, 1 the run failed or a limit stopped it, 2 usage or configuration error.
     """
     from ..config import load_settings
     from ..runtime.limits import Limits
 
-    settings = load_settings(cwd, overrides={"model_default": model_name})
+    settings = load_settings(cwd, overrides={"model_default": model_name, "permission_mode": permission_mode,
+                                             "sandbox_mode": sandbox_mode})
     model: Any = (ctx.obj or {}).get("model") or settings.model_default
     if model is None:
         click.echo(NO_MODEL_MESSAGE, err=True)
@@ -53,17 +70,19 @@ def run(ctx: click.Context, prompt: str, model_name: str | None, agent: str, cwd
 
         parse_model_string(model)  # a malformed string is a usage error (exit 2) before anything starts
     limits = Limits(max_turns=max_turns, timeout_s=timeout_s)
-    return execute(model, prompt, workdir=cwd, settings=settings, agent=agent, limits=limits, as_json=as_json)
+    return execute(model, prompt, workdir=cwd, settings=settings, agent=agent, limits=limits, as_json=as_json,
+                   allow=allow, deny=deny)
 
 
 def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str = "general-purpose",
-            limits: Limits | None = None, as_json: bool = False, tools: Sequence[Any] = ()) -> int:
+            limits: Limits | None = None, as_json: bool = False, tools: Sequence[Any] = (),
+            allow: Sequence[str] = (), deny: Sequence[str] = ()) -> int:
     """Run one prompt with progress output; return the exit code (0 ok, 1 failed or stopped)."""
     from ..exceptions import SubagentsError, UserError
 
     try:
         result = asyncio.run(_run(model, prompt, workdir=workdir, settings=settings, agent=agent,
-                                  limits=limits, as_json=as_json, tools=tools))
+                                  limits=limits, as_json=as_json, tools=tools, allow=allow, deny=deny))
     except UserError:
         raise
     except SubagentsError as e:
@@ -73,22 +92,40 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
 
 
 async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str,
-               limits: Limits | None, as_json: bool, tools: Sequence[Any]) -> RunResult:
+               limits: Limits | None, as_json: bool, tools: Sequence[Any], allow: Sequence[str],
+               deny: Sequence[str]) -> RunResult:
     from ..runtime.runtime import Runtime
+    from .approve import Notices, TerminalApprover
     from .render import JsonLines, LiveView
 
-    async with Runtime(model, workdir=workdir, settings=settings, tools=tuple(tools)) as rt:
+    live = not as_json and sys.stderr.isatty()
+    view = LiveView(sys.stderr) if live else None
+    approver = TerminalApprover(view) if live and sys.stdin.isatty() else None
+    if approver is None and settings.approval_timeout_s is None:
+        settings.approval_timeout_s = 0.0  # nobody to ask: deny at once (the notice says how to allow)
+    async with Runtime(model, workdir=workdir, settings=settings, tools=tuple(tools), approver=approver,
+                       allow=allow, deny=deny) as rt:
         if as_json:
             out = JsonLines(sys.stdout)
+            if rt.sandbox_warning:
+                out.write({"kind": "warning", "message": rt.sandbox_warning})
             rt.bus.on(out)
             result = await rt.run(prompt, agent=agent, limits=limits)
             out.result(result)
             return result
-        if sys.stderr.isatty():
-            with LiveView(sys.stderr) as view:
+        note = view.note if view is not None else _stderr_line
+        if rt.sandbox_warning:
+            note(rt.sandbox_warning)
+        rt.bus.on(Notices(note))
+        if view is not None:
+            with view:
                 rt.bus.on(view)
                 return await rt.run(prompt, agent=agent, limits=limits)
         return await rt.run(prompt, agent=agent, limits=limits)
+
+
+def _stderr_line(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _report(result: RunResult, as_json: bool) -> int:

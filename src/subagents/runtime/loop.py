@@ -27,6 +27,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..exceptions import LimitExceeded, ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
@@ -39,7 +40,7 @@ from .limits import Budget, Limits
 from .result import RunResult
 from .status import Outcome, Status
 
-__all__ = ["AgentCore", "Decision", "Final", "RunAgain", "Stopped"]
+__all__ = ["AgentCore", "CallGuard", "Final", "RunAgain", "Stopped", "TurnDecision"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -63,16 +64,27 @@ class Stopped:
     error: str | None = None
 
 
-Decision = Final | RunAgain | Stopped
+TurnDecision = Final | RunAgain | Stopped
 MessageSink = Callable[[Message], None]
+
+
+class CallGuard(Protocol):
+    """The authority's interface to the loop (``authority.guard.AgentGuard``): every tool call goes through it."""
+
+    async def run_call(self, call: ToolUseBlock, registry: ToolRegistry, ctx: ToolContext) -> ToolResultBlock: ...
+
+    async def on_start(self, prompt: str) -> tuple[str, str | None]: ...
+
+    async def on_final(self, text: str, again: bool) -> str | None: ...
 
 
 class AgentCore:
     """One agent's conversation loop.  See the module docstring for the contract."""
 
     __slots__ = (
-        "_cost_known", "_deltas", "budget", "bus", "cost", "ctx", "inbox", "info", "last_text", "limits", "messages",
-        "model", "on_message", "registry", "started", "system", "system_prefix", "tool_calls", "turns", "usage",
+        "_cost_known", "_deadline", "_deltas", "_stop_hooked", "budget", "bus", "cost", "ctx", "guard", "inbox",
+        "info", "last_text", "limits", "messages", "model", "on_message", "registry", "started", "system",
+        "system_prefix", "tool_calls", "turns", "usage",
     )
 
     def __init__(
@@ -101,6 +113,8 @@ class AgentCore:
         self.messages: list[Message] = messages if messages is not None else []
         self.on_message = on_message
         self.inbox = Inbox()
+        self.guard: CallGuard | None = None
+        self._deadline: asyncio.Timeout | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -112,6 +126,7 @@ class AgentCore:
         self.last_text = ""
         self.started = time.monotonic()
         self._deltas = False
+        self._stop_hooked = False
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, kind: str, **data: object) -> None:
@@ -130,10 +145,13 @@ class AgentCore:
         self._reset()
         if self.budget is None or self.budget.limits is not self.limits:
             self.budget = Budget(self.limits)
+        blocked = None
+        if prompt is not None and self.guard is not None:
+            prompt, blocked = await self.guard.on_start(prompt)
         if prompt is not None:
             self._append(Message.user(prompt))
         self.emit("run_start", agent_type=self.info.agent_type)
-        decision = await self._run_with_deadline()
+        decision = Stopped(Outcome.ERROR, None, blocked) if blocked else await self._run_with_deadline()
         result = self.result(decision)
         self.emit("run_end", status=str(result.status), outcome=str(result.outcome), turns=result.turns,
                   usage=result.usage.to_dict())
@@ -145,10 +163,21 @@ class AgentCore:
         if remaining is None:
             return await self._turns()
         try:
-            async with asyncio.timeout(max(remaining, 0.0)):
+            async with asyncio.timeout(max(remaining, 0.0)) as self._deadline:
                 return await self._turns()
         except TimeoutError:
             return Stopped(Outcome.TIMEOUT, "timeout_s", f"Exceeded timeout_s={self.limits.timeout_s}")
+        finally:
+            self._deadline = None
+
+    def pause_clock(self, seconds: float) -> None:
+        """Move the run's deadline ``seconds`` later (time a person spent deciding an approval)."""
+        d = self._deadline
+        when = d.when() if d is not None else None
+        if d is not None and when is not None and not d.expired():
+            d.reschedule(when + seconds)
+        if self.budget is not None and self.budget.deadline is not None:
+            self.budget.deadline += seconds
 
     async def _turns(self) -> Final | Stopped:
         while True:
@@ -156,7 +185,7 @@ class AgentCore:
             if not isinstance(decision, RunAgain):
                 return decision
 
-    async def turn(self) -> Decision:
+    async def turn(self) -> TurnDecision:
         """One turn: steps 2–7 of the contract."""
         try:
             self.limits.check_turns(self.turns + 1)
@@ -178,6 +207,12 @@ class AgentCore:
             if self.inbox:
                 self._append(Message("user", self._drain_inbox()))
                 return RunAgain()
+            if self.guard is not None:
+                reason = await self.guard.on_final(response.text, self._stop_hooked)
+                if reason is not None:
+                    self._stop_hooked = True
+                    self._append(Message.user(f"<stop-hook>\n{reason}\n</stop-hook>"))
+                    return RunAgain()
             return Final(response.text)
         await self._run_tools(response.tool_calls)
         return RunAgain()
@@ -252,7 +287,8 @@ class AgentCore:
         if active:
             self.emit("tool_start", tool=b.name, call_id=b.id, arguments=b.arguments)
             t0 = time.perf_counter()
-        res = await self.registry.execute(b, self.ctx)
+        g = self.guard
+        res = await (self.registry.execute(b, self.ctx) if g is None else g.run_call(b, self.registry, self.ctx))
         if active:
             self.emit("tool_end", tool=b.name, call_id=b.id, is_error=res.is_error,
                       duration_s=time.perf_counter() - t0, output=res.content[:2000])

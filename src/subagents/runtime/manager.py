@@ -6,8 +6,9 @@
 2. resolve the definition (session > project > user > extension > built-in)
 3. build the config: model, limits (carved from the parent's budget), tools
 4. apply runtime overrides (``set_model_override``)
-5. layer the system prompt: parent's base + type + cwd + briefing + notepad
-6. compute the tool fence (allowlist minus denylist, minus spawn tools at ``max_depth``)
+5. layer the system prompt: parent's base + type + cwd + mode + briefing + notepad
+6. compute the authority (:mod:`.factory`): the tool fence (parent's tools ∩ allowlist − denylist,
+   minus spawn tools at ``max_depth``) and the permission mode, never wider than the parent's
 7. reserve a slot: ``max_depth`` and ``max_threads`` (released if anything later fails)
 8. assign a UUID and a nickname, record the run (``pending_init``)
 9. start it as an asyncio task (``running``)
@@ -23,21 +24,23 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..authority.guard import Authority
 from ..definitions.loader import DefinitionSet
 from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, DefinitionError, LimitExceeded, SpawnError
 from ..messages import Message
 from ..models.base import AgentInfo, Model
 from ..store.base import AnnouncementRecord, Store
-from ..tools.base import Tool, ToolCategory, ToolContext, ToolRegistry
-from ..tools.paths import Workspace
+from ..sandbox.workspace import Workspace
+from ..tools.base import Tool, ToolContext
 from .events import EventBus
 from .ids import new_agent_id
 from .limits import Budget, Limits
 from .loop import AgentCore, Stopped
 from .nicknames import NicknamePool
 from .node import AgentNode
-from .prompts import announcement_text, build_system_prompt
+from .factory import AgentFactory, Grant
+from .prompts import announcement_text
 from .recording import Recording, stats
 from .result import RunResult
 from .status import Outcome, Status
@@ -48,12 +51,13 @@ __all__ = ["AgentManager", "ManagerSettings"]
 class ManagerSettings:
     """The knobs of a manager (filled from :class:`~subagents.config.Settings` by the Runtime)."""
 
-    __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "default_limits", "max_depth", "max_threads",
-                 "result_max_chars")
+    __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "child_limits", "default_limits", "max_depth",
+                 "max_threads", "permission_mode", "result_max_chars")
 
     def __init__(self, *, max_threads: int = 4, max_depth: int = 2, result_max_chars: int = 20_000,
                  base_prompt: str = "", briefing: str = "", default_limits: Limits | None = None,
-                 bash_timeout_s: float = 120.0) -> None:
+                 bash_timeout_s: float = 120.0, permission_mode: str = "default",
+                 child_limits: Limits | None = None) -> None:
         if max_threads < 1:
             raise ConfigError(f"max_threads must be at least 1, got {max_threads}")
         if max_depth < 0:
@@ -63,8 +67,10 @@ class ManagerSettings:
         self.result_max_chars = result_max_chars
         self.base_prompt = base_prompt
         self.briefing = briefing
-        self.default_limits = default_limits or Limits()
+        self.default_limits = default_limits or Limits()  # a root's limits when none are given
+        self.child_limits = child_limits or Limits()  # a sub-agent's, before its definition's and the spawn's
         self.bash_timeout_s = bash_timeout_s
+        self.permission_mode = permission_mode
 
 
 class AgentManager(Recording):
@@ -96,12 +102,13 @@ class AgentManager(Recording):
         self.nicknames = NicknamePool()
         self._models: dict[str, Model] = {}
         self._todos: dict[str, list[dict[str, Any]]] = {}
-        self._registries: dict[tuple[str, bool], ToolRegistry] = {}
-        self._prompts: dict[tuple[object, ...], str] = {}
+        self.factory = AgentFactory(self.tools, max_depth=settings.max_depth,
+                                    runtime_mode=settings.permission_mode, workdir=str(workspace.root))
+        self.authority: Authority | None = None  # the runtime's permission rules, approver and hooks
+        self.sandbox: Any = None  # the shell sandbox every agent's bash and hooks run in
         self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
         self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
         self.control = control_factory(self) if control_factory is not None else None
-        self._spawn_tools = {t.name for t in self.tools if t.category is ToolCategory.AGENT}
 
     # ------------------------------------------------------------------------------------------
     # lookup
@@ -122,6 +129,23 @@ class AgentManager(Recording):
     def status(self, ref: str) -> Status:
         n = self.find(ref)
         return Status.NOT_FOUND if n is None else n.status
+
+    def chain(self, agent_id: str) -> tuple[AgentInfo, ...]:
+        """The ancestors of an agent, root first (who asks, in an approval request)."""
+        out: list[AgentInfo] = []
+        node = self.nodes.get(agent_id)
+        while node is not None and node.parent_id is not None:
+            node = self.nodes.get(node.parent_id)
+            if node is not None:
+                out.append(node.info)
+        return tuple(reversed(out))
+
+    def extend_clock(self, agent_id: str, seconds: float) -> None:
+        """Time a person spent deciding does not count against the asking agent's timeout, nor its parents'."""
+        node = self.nodes.get(agent_id)
+        while node is not None:
+            node.core.pause_clock(seconds)
+            node = self.nodes.get(node.parent_id) if node.parent_id else None
 
     def live_slot_holders(self) -> list[AgentNode]:
         return [n for n in self.nodes.values() if n.holds_slot]
@@ -157,12 +181,16 @@ class AgentManager(Recording):
         except DefinitionError as e:
             raise SpawnError(str(e)) from None
         depth = 0 if parent is None else parent.depth + 1
+        # 6. the authority: mode and fence narrowed from the parent's (refusals before any work)
+        grant = self.factory.authority(d, parent.mode if parent else None, parent.core.registry if parent else None,
+                                       depth)
         # 3-4. model (spawn argument > runtime override > definition > parent's > runtime default)
         mdl = self._model_for(d, parent, model)
         # 7. reserve the slot first: cheap refusals before any work
         with self._reserve(depth, parent) as reservation:
             # 3. limits: definition, then per-spawn override, capped by what the parent has left
-            wanted = (self.cfg.default_limits if parent is None else Limits()).merged(d.limits()).merged(limits)
+            wanted = (self.cfg.default_limits if parent is None else self.cfg.child_limits
+                      ).merged(d.limits()).merged(limits)
             carved_from = parent.core.budget if parent is not None else None
             try:
                 carved = carved_from.carve(wanted) if carved_from is not None else wanted
@@ -171,7 +199,7 @@ class AgentManager(Recording):
                                  "or raise the parent's limit") from None
             try:
                 node = self._build(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
-                                   history)
+                                   history, grant)
             except BaseException:
                 if carved_from is not None:
                     carved_from.release(carved, Budget(Limits()))
@@ -237,52 +265,33 @@ class AgentManager(Recording):
 
     def _build(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
                prompt: str, description: str, label: str | None, background: bool | None, cleanup: str,
-               history: list[Message] | None, *, ids: tuple[str, str] | None = None) -> AgentNode:
+               history: list[Message] | None, grant: Grant, *, ids: tuple[str, str] | None = None) -> AgentNode:
         # ``ids``: (id, nickname) of a run restored from the store (see recovery.adopt)
         agent_id = new_agent_id() if ids is None else ids[0]
         nickname = self.nicknames.take(d.name, d.nickname_candidates) if ids is None else ids[1]
         info = AgentInfo(agent_id, nickname, d.name, depth, parent.id if parent else None)
         # 5. prompt layering: the base is inherited verbatim from the root
         base = self.cfg.base_prompt
-        system = self._system_prompt(base, d, parent is not None)
-        # 6. the fence
-        registry = self._registry_for(d, depth >= self.cfg.max_depth)
+        system = self.factory.system_prompt(base, d, is_child=parent is not None, mode=grant.mode,
+                                            briefing=self.cfg.briefing, notes=tuple(self.notepad[-10:]))
         root_id = parent.root_id if parent else agent_id
         todos = self._todos.setdefault(root_id, [])
         ctx = ToolContext(agent=info, workspace=self.workspace, todos=todos, control=self.control,
-                          bash_timeout_s=self.cfg.bash_timeout_s)
-        core = AgentCore(info=info, model=mdl, system=system, registry=registry, ctx=ctx, limits=limits,
+                          bash_timeout_s=self.cfg.bash_timeout_s, sandbox=self.sandbox,
+                          shell_writable=grant.mode != "plan")
+        core = AgentCore(info=info, model=mdl, system=system, registry=grant.registry, ctx=ctx, limits=limits,
                          bus=self.bus, messages=list(history) if history else None)
+        if self.authority is not None:
+            core.guard = self.authority.guard(info, grant.mode, root_id)
         node = AgentNode(info=info, definition=d, core=core, root_id=root_id, label=label or description or prompt[:60],
                          task_text=prompt, background=d.background if background is None else background,
-                         limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup)
+                         limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup, mode=grant.mode,
+                         narrowed=grant.notes)
         core.system_prefix = len(base) if base and system.startswith(base) else 0
         core.budget = Budget(limits)
         core.on_message = self._message_sink(node)
         core.inbox.on_deliver = self._delivered_sink(node)
         return node
-
-    def _system_prompt(self, base: str, d: AgentDefinition, is_child: bool) -> str:
-        """The layered system prompt; identical layers give the very same string (shared, not rebuilt)."""
-        notes = tuple(self.notepad[-10:])
-        key = (base, d.name, d.system_prompt, is_child, self.cfg.briefing, notes)
-        system = self._prompts.get(key)
-        if system is None:
-            if len(self._prompts) >= 256:
-                self._prompts.clear()
-            system = self._prompts[key] = build_system_prompt(
-                base, d.system_prompt, workdir=str(self.workspace.root), is_child=is_child,
-                briefing=self.cfg.briefing, notes=notes)
-        return system
-
-    def _registry_for(self, d: AgentDefinition, at_max_depth: bool) -> ToolRegistry:
-        """A registry for a new agent: its own instance over the fence computed once per type and depth class."""
-        key = (d.name, at_max_depth)
-        template = self._registries.get(key)
-        if template is None:
-            deny = set(d.disallowed_tools) | (self._spawn_tools if at_max_depth else set())
-            template = self._registries[key] = ToolRegistry(self.tools, allow=d.tools, deny=deny, agent_type=d.name)
-        return template.clone()
 
     # ------------------------------------------------------------------------------------------
     # running

@@ -42,6 +42,8 @@ class AgentNode:
     carved_from: Budget | None = None
     closing: bool = False
     runs: int = 0
+    mode: str = "default"  # the permission mode it runs in
+    narrowed: list[str] = field(default_factory=list)  # what its authority lost against its definition
 
     @property
     def id(self) -> str:

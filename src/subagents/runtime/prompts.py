@@ -2,7 +2,8 @@
 
 A child's system prompt is, in order: the parent's *base* system prompt, byte for byte (so a
 provider's prompt cache of that prefix is shared), the agent type's instructions, the
-isolation / working-directory instructions, the briefing, and the latest notepad entries.
+isolation / working-directory instructions, its permission mode, the briefing, and the latest
+notepad entries.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def build_system_prompt(
     is_child: bool,
     briefing: str = "",
     notes: Sequence[str] = (),
+    mode_line: str = "",
 ) -> str:
     """Layer the system prompt; ``base`` is kept verbatim as the prefix."""
     parts = [base]
@@ -47,6 +49,8 @@ def build_system_prompt(
         cwd += (". You are a sub-agent: you were given one task by a parent agent, which will see only "
                 "your final message. You cannot see the parent's conversation.")
     parts.append(cwd)
+    if mode_line:
+        parts.append(mode_line)
     if briefing:
         parts.append("# Briefing from the parent\n" + briefing)
     if notes:

@@ -40,7 +40,7 @@ class Recording:
             requester_session_key=(f"agent:{parent.info.agent_type}:subagent:{parent.id}" if parent else None),
             parent_id=i.parent_id, root_id=node.root_id, depth=i.depth, label=node.label, model=node.model_name,
             cleanup=node.cleanup, background=node.background, created_at=time.time(),
-            system_prompt=node.core.system, limits=limits_dict(node.limits),
+            system_prompt=node.core.system, limits=limits_dict(node.limits), permission_mode=node.mode,
         ))
 
     def _message_sink(self, node: AgentNode) -> Callable[[Message], None]:

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..authority.names import MODES
+from ..authority.permissions import mode_rank
 from ..exceptions import DefinitionError, SpawnError
 from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
 from ..store.base import AnnouncementRecord, RunRecord, Store
@@ -110,8 +112,12 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
         raise SpawnError(str(e)) from None
     parent = mgr.nodes.get(rec.parent_id) if rec.parent_id else None
     mdl = mgr._model_for(d, parent, None)
+    grant = mgr.factory.authority(d, parent.mode if parent else None, parent.core.registry if parent else None,
+                                  rec.depth)
+    if rec.permission_mode in MODES and mode_rank(rec.permission_mode) < mode_rank(grant.mode):
+        grant.mode = rec.permission_mode  # it keeps the narrower mode it ran in; never a wider one
     node = mgr._build(d, parent, rec.depth, mdl, _limits(rec.limits), rec.task, "", rec.label, rec.background,
-                      rec.cleanup, transcript, ids=(rec.run_id, rec.nickname))
+                      rec.cleanup, transcript, grant, ids=(rec.run_id, rec.nickname))
     if rec.system_prompt:
         node.core.system = rec.system_prompt
     node.root_id = rec.root_id or rec.run_id

@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..authority.approvals import Approver
+from ..authority.names import canonical_mode
 from ..config import NO_MODEL_HELP, Settings, load_settings
 from ..definitions.loader import DefinitionSet, load_definitions
 from ..definitions.model import AgentDefinition
@@ -41,6 +43,7 @@ from .result import RunResult
 from .retention import Retention
 from .status import Status
 from .sweeper import Sweeper
+from .wiring import build_authority
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
@@ -91,9 +94,11 @@ class Runtime:
         on_event: EventCallback | None = None,
         builtin_tools: bool = True,
         permission_mode: str | None = None,
-        approver: Any = None,
-        hooks: Any = None,
+        approver: Approver | None = None,
+        hooks: Mapping[str, Sequence[Any]] | None = None,
         sandbox: SandboxPolicy | str | None = None,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
     ) -> None:
         root = Path(workdir)
         if not root.is_dir():
@@ -107,6 +112,11 @@ class Runtime:
             s.max_threads = max_threads
         if max_depth is not None:
             s.max_depth = max_depth
+        if permission_mode is not None:
+            try:
+                s.permission_mode = canonical_mode(permission_mode)
+            except ValueError as e:
+                raise ConfigError(f"permission_mode: {e}") from None
         if s.pricing:
             set_price_overrides(s.pricing)
         spec = model if model is not None else s.model_default
@@ -122,8 +132,6 @@ class Runtime:
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
-        self._approver = approver
-        self._hooks = hooks
         universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *as_tools(tools)]
         self.manager = AgentManager(
             definitions=self.definitions, tools=universe, model=self.model, resolve_model=self._resolve,
@@ -131,9 +139,15 @@ class Runtime:
             settings=ManagerSettings(max_threads=s.max_threads, max_depth=s.max_depth,
                                      result_max_chars=s.result_max_chars,
                                      base_prompt=system_prompt if system_prompt is not None else DEFAULT_BASE_PROMPT,
-                                     briefing=s.briefing, default_limits=limits, bash_timeout_s=s.bash_timeout_s),
+                                     briefing=s.briefing, bash_timeout_s=s.bash_timeout_s,
+                                     default_limits=Limits(max_turns=s.root_max_turns or None).merged(limits),
+                                     child_limits=Limits(max_turns=s.child_max_turns or None),
+                                     permission_mode=s.permission_mode),
             control_factory=ManagerControl,
         )
+        self.manager.authority = build_authority(
+            s, approver=approver, hooks=hooks, mgr=self.manager, bus=self.bus, store=self.store,
+            shell_confined=policy.mode != "off", allow=allow, deny=deny)
         self._closed = False
         self.manager.retention = Retention(self.manager)
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
@@ -146,6 +160,17 @@ class Runtime:
             provider = spec.partition(":")[0].lower()
             return resolve_model(spec, self.settings.providers.get(provider, {}))
         return resolve_model(spec)
+
+    @property
+    def sandbox_warning(self) -> str | None:
+        """A loud sentence when the shell runs unconfined (``[sandbox] mode = "off"``), else ``None``."""
+        sb = self.manager.sandbox
+        if sb is not None:
+            return getattr(sb, "warning", None)
+        if self.workspace.policy.mode == "off":
+            return ('warning: [sandbox] mode = "off": shell commands run UNCONFINED, with your whole filesystem, '
+                    "network and environment; set [sandbox] mode = \"auto\" to confine them")
+        return None
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> Runtime:

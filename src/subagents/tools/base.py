@@ -277,11 +277,21 @@ class ToolRegistry:
             return None, f"invalid arguments for tool {call.name!r}: {err}. Fix the arguments and call it again."
         return t, None
 
+    def invalid_arguments(self, t: Tool, arguments: object) -> str | None:
+        """Why ``arguments`` do not fit ``t``'s schema (``None``: they do)."""
+        if not isinstance(arguments, dict):
+            return "arguments must be a JSON object"
+        return validate(arguments, t.parameters)
+
     async def execute(self, call: ToolUseBlock, ctx: ToolContext) -> ToolResultBlock:
         """Run one call inside the fence; every failure becomes an ``is_error`` result for the model."""
         t, err = self.check(call)
         if t is None:
             return ToolResultBlock(call.id, err or "", True)
+        return await self.run(t, call, ctx)
+
+    async def run(self, t: Tool, call: ToolUseBlock, ctx: ToolContext) -> ToolResultBlock:
+        """Run a call :meth:`check` accepted; every failure becomes an ``is_error`` result for the model."""
         try:
             out = await t.call(call.arguments, ctx)
         except ToolError as e:

@@ -1,0 +1,120 @@
+"""Approvals on a terminal: ``subagents run`` asks the person, and tells them what was refused or failed.
+
+:class:`TerminalApprover` is the runtime's approver when stdin and stderr are a terminal: the live
+view pauses, the request is shown (which agent, its parents, the call, why it asks) and one key
+decides: ``y`` allow once, ``a`` allow for the rest of this run, ``n`` deny (then an optional reason
+for the agent).  Requests of several agents are queued by the runtime and shown one at a time.
+
+:class:`Notices` prints, on stderr, what a person must never miss: hook errors, calls denied because
+no one could approve them, and the warning of an unconfined shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..authority.approvals import ApprovalRequest, Decision
+
+if TYPE_CHECKING:
+    from ..runtime.events import Event
+    from .render import LiveView
+
+__all__ = ["Notices", "TerminalApprover"]
+
+ReadLine = Callable[[], str]
+
+
+def _stdin_line() -> str:
+    return sys.stdin.readline()
+
+
+class TerminalApprover:
+    """Asks the person at the terminal; see the module docstring."""
+
+    __slots__ = ("out", "read_line", "view")
+
+    def __init__(self, view: LiveView | None = None, *, out: TextIO | None = None,
+                 read_line: ReadLine = _stdin_line) -> None:
+        self.view = view
+        self.out = out or sys.stderr
+        self.read_line = read_line
+
+    async def __call__(self, req: ApprovalRequest) -> Decision:
+        if self.view is not None:
+            self.view.pause()
+        try:
+            return await self._ask(req)
+        finally:
+            if self.view is not None:
+                self.view.resume()
+
+    async def _ask(self, req: ApprovalRequest) -> Decision:
+        self._say(f"\n? approval needed: {req.describe()}\n"
+                  f"  why: {req.reason}\n"
+                  f"  [y] allow once   [a] allow for the rest of this run ({req.always_rule})   [n] deny")
+        while True:
+            answer = await self._read("  your choice [y/a/n]: ")
+            if answer is None:
+                return Decision.deny("no answer (the terminal closed)")
+            key = answer.strip().lower()[:1]
+            if key == "y":
+                return Decision.allow()
+            if key == "a":
+                return Decision.allow_always()
+            if key == "n":
+                why = await self._read("  reason for the agent (optional, Enter to skip): ")
+                return Decision.deny((why or "").strip() or None)
+            self._say("  please answer y, a or n")
+
+    def _say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    async def _read(self, prompt: str) -> str | None:
+        """One line from the person, read in a daemon thread (an unanswered prompt never blocks exit)."""
+        self.out.write(prompt)
+        self.out.flush()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[str | None] = loop.create_future()
+
+        def read() -> None:
+            try:
+                line: str | None = self.read_line()
+            except (OSError, ValueError, EOFError):
+                line = None
+            if line == "":
+                line = None  # end of input
+            loop.call_soon_threadsafe(lambda: None if fut.done() else fut.set_result(line))
+
+        threading.Thread(target=read, name="subagents-approval-input", daemon=True).start()
+        return await fut
+
+
+class Notices:
+    """An event listener that prints hook errors and refusals nobody could approve (on stderr)."""
+
+    __slots__ = ("_seen", "emit")
+
+    def __init__(self, emit: Callable[[str], Any]) -> None:
+        self.emit = emit
+        self._seen: set[str] = set()
+
+    def __call__(self, ev: Event) -> None:
+        d = ev.data
+        who = ev.nickname or ev.agent_id[:8]
+        if ev.kind == "hook_error":
+            after = "the call was blocked (on_error = \"block\")" if d.get("on_error") == "block" else "the run went on"
+            self.emit(f"subagents: hook error ({d.get('event')}, {d.get('source') or 'python'}): {d.get('message')}; "
+                      f"{after}")
+        elif ev.kind == "approval_decided" and d.get("by") in ("no approver", "timeout"):
+            key = f"{d.get('tool')}:{d.get('by')}"
+            if key in self._seen:
+                return
+            self._seen.add(key)
+            why = "no one can approve it here" if d.get("by") == "no approver" else "the approval timed out"
+            self.emit(f"subagents: denied {d.get('tool')} for {who}: {d.get('reason')}, and {why}. Allow it with "
+                      "--permission-mode autoEdit|yolo or --allow 'RULE' (see docs/permissions.md).")

@@ -1,0 +1,80 @@
+"""Builds a runtime's :class:`~subagents.authority.guard.Authority` from its settings and arguments.
+
+The rules come from ``[permissions] allow / ask / deny`` (with the file each came from, so a refusal
+can name it), the approver from ``Runtime(approver=...)`` (the CLI passes its terminal prompt), the
+hooks from ``[[hooks.<Event>]]`` tables and ``Runtime(hooks=...)``.  Events and audit records go to
+the runtime's bus and store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..authority.approvals import ApprovalBroker, Approver
+from ..authority.guard import Authority
+from ..authority.permissions import Permissions
+from ..authority.rules import Rule, parse_rule
+from ..config import Settings
+from ..exceptions import ConfigError, UserError
+from ..models.base import AgentInfo
+from ..store.base import Store
+from .events import Event, EventBus
+
+if TYPE_CHECKING:
+    from .manager import AgentManager
+
+__all__ = ["build_authority"]
+
+
+def _rules(s: Settings, kind: str, extra: Sequence[str]) -> list[Rule]:
+    texts: list[str] = getattr(s, kind)
+    source = s.sources.get(f"permissions.{kind}", "")
+    out = []
+    for t in [*texts, *extra]:
+        where = source if t in texts else "argument"
+        try:
+            out.append(parse_rule(t, where))
+        except ValueError as e:
+            raise ConfigError(f"[permissions] {kind} ({where}): {e}") from None
+    return out
+
+
+def build_authority(s: Settings, *, approver: Approver | None, hooks: Any, mgr: AgentManager, bus: EventBus,
+                    store: Store, shell_confined: bool, interactive: bool = False,
+                    allow: Sequence[str] = (), deny: Sequence[str] = ()) -> Authority:
+    """The authority every agent guard of one runtime shares."""
+    if approver is not None and not callable(approver):
+        raise UserError(f"approver must be a function taking an ApprovalRequest and returning a Decision, "
+                        f"got {approver!r}")
+    permissions = Permissions(allow=_rules(s, "allow", allow), ask=_rules(s, "ask", ()),
+                              deny=_rules(s, "deny", deny), shell_confined=shell_confined)
+    timeout = s.approval_timeout_s
+    broker = ApprovalBroker(approver, timeout_s=timeout)
+
+    def emit(info: AgentInfo, kind: str, data: dict[str, Any]) -> None:
+        if bus.active:
+            bus.publish(Event(kind, info.id, info.parent_id, info.depth, data, nickname=info.nickname))
+
+    def audit(run_id: str, kind: str, data: dict[str, Any]) -> None:
+        store.add_audit(run_id, kind, data, time.time())
+
+    return Authority(permissions, broker, root=str(mgr.workspace.root), hooks=_hooks(s, hooks, mgr),
+                     emit=emit, audit=audit, chain=mgr.chain, extend_clock=mgr.extend_clock, interactive=interactive)
+
+
+def _hooks(s: Settings, python_hooks: Mapping[str, Sequence[Any]] | None, mgr: AgentManager) -> Any:
+    """The runtime's hooks (``None`` when none are configured, so the loop pays nothing for them)."""
+    if not s.hooks and not python_hooks:
+        return None
+    from ..authority.hooks import Hooks
+
+    if python_hooks is not None and not isinstance(python_hooks, Mapping):
+        raise UserError("hooks must map an event name to a list of callbacks, e.g. "
+                        "Runtime(hooks={'PreToolUse': [check]})")
+    sources = {k: v for k, v in s.sources.items() if k.startswith("hooks.")}
+    specs = Hooks.from_config(s.hooks, sources=sources).specs if s.hooks else []
+    if python_hooks:
+        specs = [*specs, *Hooks.from_python(python_hooks).specs]
+    return Hooks(specs, cwd=mgr.workspace.root, launcher=mgr.sandbox)
