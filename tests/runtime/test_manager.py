@@ -587,7 +587,7 @@ def test_background_spawn_returns_id_at_once(workdir: Path) -> None:
 
     rt = runtime(workdir, fn)
     rt.run_sync("go")
-    assert set(outs[0]) == {"agent_id", "nickname", "status", "note"}
+    assert set(outs[0]) == {"agent_id", "nickname", "status", "permission_mode", "note"}
     assert outs[0]["nickname"] == "explore-ada"
 
 

@@ -146,9 +146,10 @@ class AgentGuard:
         if decision.allowed and decision.always:
             text = decision.rule or req.always_rule
             try:
-                auth.permissions.add_session_rule(self.root_id, parse_rule(text, "approval"))
-            except ValueError:
-                pass  # a bad rule from an approver: the call is still allowed once
+                rule = parse_rule(text, "approval")
+            except ValueError:  # a malformed rule from the approver: remember the call itself instead
+                rule = parse_rule(req.always_rule, "approval")
+            auth.permissions.add_session_rule(self.root_id, rule)
         data = {"id": req.id, "tool": tool, "decision": decision.label(), "by": decision.decided_by,
                 "message": decision.message, "waited_s": round(waited, 3), "reason": verdict.reason,
                 "rule": (decision.rule or req.always_rule) if decision.always else None, "arguments": args}
@@ -174,7 +175,7 @@ class AgentGuard:
 
     # -- lifecycle hooks --------------------------------------------------------------------------
     async def on_start(self, prompt: str) -> tuple[str, str | None]:
-        """``UserPromptSubmit`` (root) or ``SubagentStart`` (child): ``(prompt, None)`` or ``(prompt, block reason)``."""
+        """``UserPromptSubmit`` (root) or ``SubagentStart`` (child): ``(prompt, None)`` or ``(prompt, reason)``."""
         event = "UserPromptSubmit" if self.info.depth == 0 else "SubagentStart"
         if not self.auth.has_hooks(event):
             return prompt, None

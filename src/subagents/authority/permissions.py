@@ -12,8 +12,8 @@ mode          read tools  edits (workspace)   shell (``bash``) / other tools    
 ``yolo``      allowed     allowed             allowed                           allowed
 ============  ==========  ==================  ================================  ===========================
 
-Rules beat the mode: deny > "allow always" answers > ask > allow > mode — except that ``plan`` is a ceiling no allow rule
-lifts.  A child's mode is its definition's mode when that is no wider than its parent's, else the
+Rules beat the mode: deny > "allow always" answers > ask > allow > mode — except that ``plan`` is a
+ceiling no allow rule lifts.  A child's mode is its definition's mode when that is no wider than its parent's, else the
 parent's; a ``yolo`` parent makes every child ``yolo`` (seed 004: "parent bypass takes precedence").
 
 >>> p = Permissions.from_texts(allow=["bash(git status*)"], deny=["read_file(.env)"])

@@ -9,6 +9,7 @@ changed directly (``cancel``) or taken over by this process (``resume``, which n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typing import Any
 import click
 
 from ..exceptions import UserError
-from ..store.base import RunRecord, Store
+from ..store.base import AuditRecord, RunRecord, Store
 
 __all__ = ["resolve_run", "runs"]
 
@@ -112,20 +113,49 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
 
     with _open(ctx) as store:
         rec = resolve_run(store, run_ref)
+        audit = store.audit_of(rec.run_id)
     if as_json:
-        click.echo(json.dumps(rec.to_dict(), indent=1))
+        click.echo(json.dumps({**rec.to_dict(), "audit": [dataclasses.asdict(a) for a in audit]}, indent=1))
         return 0
     for key in ("run_id", "nickname", "agent_type", "status", "outcome", "parent_id", "root_id", "depth", "label",
-                "model", "cleanup", "background", "archived", "child_session_key", "requester_session_key", "owner"):
+                "model", "permission_mode", "cleanup", "background", "archived", "child_session_key",
+                "requester_session_key", "owner"):
         click.echo(f"{key + ':':<23}{getattr(rec, key)}")
     click.echo(f"{'task:':<23}{rec.task}")
     if rec.is_final:
         click.echo(f"{'stats:':<23}{record_result(rec).stats_line()}")
     if rec.error:
         click.echo(f"{'error:':<23}{rec.error}")
+    if audit:
+        click.echo("authority (approvals, refusals, hooks):")
+        for a in audit:
+            click.echo(f"  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(a.at))}  {audit_line(a)}")
     click.echo("")
     click.echo(rec.result_text or "(no result yet)")
     return 0
+
+
+def audit_line(a: AuditRecord) -> str:
+    """One audit entry as a person reads it: who allowed or refused what, and why."""
+    d = a.data
+    call = f"{d.get('tool')}({_short(d.get('arguments'))})" if d.get("tool") else ""
+    if a.kind == "approval":
+        by = d.get("by") or "approver"
+        extra = f" as {d['rule']!r}" if d.get("rule") else ""
+        msg = f": {d['message']}" if d.get("message") else ""
+        return f"approval  {call} {d.get('decision')}{extra} by {by} after {d.get('waited_s', 0):g} s{msg}"
+    if a.kind == "denied":
+        return f"denied    {call}: {d.get('reason')}"
+    if a.kind == "hook_blocked":
+        return f"blocked   {call or d.get('event', '')} by a hook: {d.get('reason')}"
+    if a.kind == "hook_error":
+        return f"hook err  {d.get('event')} {d.get('hook')} ({d.get('source') or 'python'}): {d.get('message')}"
+    return f"{a.kind}  {json.dumps(d, default=str)[:200]}"
+
+
+def _short(args: object, n: int = 80) -> str:
+    text = json.dumps(args, ensure_ascii=False, default=str) if args is not None else ""
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 @runs.command("tree")

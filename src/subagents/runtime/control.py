@@ -60,11 +60,15 @@ class ManagerControl:
         except SpawnError as e:
             raise ToolError(str(e)) from None
         if node.background:
-            return json.dumps({"agent_id": node.id, "nickname": node.nickname, "status": "running",
-                               "note": "runs in the background; its result will be announced to you, "
-                                       "or collect it with wait"})
+            out = {"agent_id": node.id, "nickname": node.nickname, "status": "running",
+                   "permission_mode": node.mode,
+                   "note": "runs in the background; its result will be announced to you, or collect it with wait"}
+            if node.narrowed:
+                out["narrowed"] = "; ".join(node.narrowed)
+            return json.dumps(out)
         result = await self.mgr.wait_one(node)
-        return compressed_result(result, self.mgr.cfg.result_max_chars)
+        text = compressed_result(result, self.mgr.cfg.result_max_chars)
+        return f"[narrowed: {'; '.join(node.narrowed)}]\n{text}" if node.narrowed else text
 
     async def send_input(self, caller_id: str, agent_id: str, message: str) -> str:
         caller = self._caller(caller_id)

@@ -30,16 +30,16 @@ from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, DefinitionError, LimitExceeded, SpawnError
 from ..messages import Message
 from ..models.base import AgentInfo, Model
-from ..store.base import AnnouncementRecord, Store
 from ..sandbox.workspace import Workspace
+from ..store.base import AnnouncementRecord, Store
 from ..tools.base import Tool, ToolContext
 from .events import EventBus
+from .factory import AgentFactory, Grant
 from .ids import new_agent_id
 from .limits import Budget, Limits
 from .loop import AgentCore, Stopped
 from .nicknames import NicknamePool
 from .node import AgentNode
-from .factory import AgentFactory, Grant
 from .prompts import announcement_text
 from .recording import Recording, stats
 from .result import RunResult

@@ -37,6 +37,10 @@ def is_secret_name(name: str) -> bool:
     return SECRET_NAME.search(name) is not None
 
 
+def _by_pattern(name: str, patterns: list[str]) -> bool:
+    return bool(patterns) and not is_secret_name(name) and any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
 def scrubbed_env(passthrough: Iterable[str] = (), *, base: Mapping[str, str] | None = None,
                  extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a child process: the allowlist, ``LC_*``, and ``passthrough``.
@@ -50,9 +54,7 @@ def scrubbed_env(passthrough: Iterable[str] = (), *, base: Mapping[str, str] | N
     patterns = [p for p in passthrough if p not in exact]
     out: dict[str, str] = {}
     for name, value in src.items():
-        if name in ALLOWED or name in exact or name.startswith("LC_"):
-            out[name] = value
-        elif patterns and not is_secret_name(name) and any(fnmatch.fnmatchcase(name, p) for p in patterns):
+        if name in ALLOWED or name in exact or name.startswith("LC_") or _by_pattern(name, patterns):
             out[name] = value
     out.setdefault("PATH", _DEFAULT_PATH)
     if extra:
