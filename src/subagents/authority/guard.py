@@ -43,12 +43,12 @@ _ids = itertools.count(1)
 class Authority:
     """What every guard of a runtime shares: rules, the approver, hooks, and the runtime's callbacks."""
 
-    __slots__ = ("audit", "broker", "chain", "emit", "extend_clock", "hooks", "interactive", "permissions", "root")
+    __slots__ = ("audit", "broker", "chain", "emit", "hold_clock", "hooks", "interactive", "permissions", "root")
 
     def __init__(self, permissions: Permissions, broker: ApprovalBroker, *, root: str, hooks: Hooks | None = None,
                  emit: Emit | None = None, audit: Audit | None = None,
                  chain: Callable[[str], tuple[AgentInfo, ...]] | None = None,
-                 extend_clock: Callable[[str, float], None] | None = None, interactive: bool = False) -> None:
+                 hold_clock: Callable[[str, bool], None] | None = None, interactive: bool = False) -> None:
         self.permissions = permissions
         self.broker = broker
         self.root = root
@@ -56,7 +56,7 @@ class Authority:
         self.emit: Emit = emit or (lambda info, kind, data: None)
         self.audit: Audit = audit or (lambda run_id, kind, data: None)
         self.chain = chain or (lambda agent_id: ())
-        self.extend_clock = extend_clock or (lambda agent_id, s: None)
+        self.hold_clock = hold_clock or (lambda agent_id, hold: None)
         self.interactive = interactive
 
     def guard(self, info: AgentInfo, mode: str, root_id: str) -> AgentGuard:
@@ -127,22 +127,12 @@ class AgentGuard:
                               self.mode, _always_rule(tool, args))
         auth.emit(self.info, "approval_requested", req.to_dict())
         t0 = time.monotonic()
-        decision: Decision | None = None
-        if auth.hooks is not None and auth.hooks.has("PermissionRequest"):
-            out = await self._hooks("PermissionRequest", match=tool, tool=tool, arguments=args)
-            if out.decision == "allow":
-                decision = Decision("allow", decided_by="hook")
-            elif out.decision == "block":
-                decision = Decision("deny", message=out.reason or None, decided_by="hook")
-        if decision is None:
-            def recheck() -> bool:
-                v = auth.permissions.decide(self.mode, tool, "", args, root_id=self.root_id, root=auth.root)
-                return v.action == "allow" and v.rule is not None and v.rule.source == "approval"
-
-            decision = await auth.broker.decide(req, recheck)
+        auth.hold_clock(self.info.id, True)
+        try:
+            decision = await self._decision(req, tool, args)
+        finally:
+            auth.hold_clock(self.info.id, False)
         waited = time.monotonic() - t0
-        if waited > 0.001:
-            auth.extend_clock(self.info.id, waited)
         if decision.allowed and decision.always:
             text = decision.rule or req.always_rule
             try:
@@ -158,6 +148,22 @@ class AgentGuard:
         if decision.allowed:
             return None
         return self._refusal(tool, verdict, decision, req.always_rule)
+
+    async def _decision(self, req: ApprovalRequest, tool: str, args: dict[str, Any]) -> Decision:
+        """A PermissionRequest hook's decision if one decides, else the approver's."""
+        auth = self.auth
+        if auth.hooks is not None and auth.hooks.has("PermissionRequest"):
+            out = await self._hooks("PermissionRequest", match=tool, tool=tool, arguments=args)
+            if out.decision == "allow":
+                return Decision("allow", decided_by="hook")
+            if out.decision == "block":
+                return Decision("deny", message=out.reason or None, decided_by="hook")
+
+        def recheck() -> bool:
+            v = auth.permissions.decide(self.mode, tool, "", args, root_id=self.root_id, root=auth.root)
+            return v.action == "allow" and v.rule is not None and v.rule.source == "approval"
+
+        return await auth.broker.decide(req, recheck)
 
     def _refusal(self, tool: str, verdict: Verdict, d: Decision, always_rule: str) -> str:
         if d.decided_by == "no approver":

@@ -82,7 +82,8 @@ class AgentCore:
     """One agent's conversation loop.  See the module docstring for the contract."""
 
     __slots__ = (
-        "_cost_known", "_deadline", "_deltas", "_stop_hooked", "budget", "bus", "cost", "ctx", "guard", "inbox",
+        "_cost_known", "_deadline", "_deltas", "_held_at", "_holds", "_saved_when", "_stop_hooked", "budget", "bus",
+        "cost", "ctx", "guard", "inbox",
         "info", "last_text", "limits", "messages", "model", "on_message", "registry", "started", "system",
         "system_prefix", "tool_calls", "turns", "usage",
     )
@@ -115,6 +116,9 @@ class AgentCore:
         self.inbox = Inbox()
         self.guard: CallGuard | None = None
         self._deadline: asyncio.Timeout | None = None
+        self._holds = 0
+        self._held_at = 0.0
+        self._saved_when: float | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -170,14 +174,31 @@ class AgentCore:
         finally:
             self._deadline = None
 
-    def pause_clock(self, seconds: float) -> None:
-        """Move the run's deadline ``seconds`` later (time a person spent deciding an approval)."""
+    def hold_clock(self) -> None:
+        """Stop the run's wall clock (a person is deciding an approval); calls nest, see :meth:`release_clock`."""
+        self._holds += 1
+        if self._holds > 1:
+            return
+        self._held_at = time.monotonic()
         d = self._deadline
-        when = d.when() if d is not None else None
-        if d is not None and when is not None and not d.expired():
-            d.reschedule(when + seconds)
+        self._saved_when = d.when() if d is not None and not d.expired() else None
+        if d is not None and self._saved_when is not None:
+            d.reschedule(None)
+
+    def release_clock(self) -> None:
+        """Restart the clock once the last hold ends: the deadline moves by the time it was held."""
+        if self._holds == 0:
+            return
+        self._holds -= 1
+        if self._holds:
+            return
+        paused = time.monotonic() - self._held_at
         if self.budget is not None and self.budget.deadline is not None:
-            self.budget.deadline += seconds
+            self.budget.deadline += paused
+        d = self._deadline
+        if d is not None and self._saved_when is not None and not d.expired():
+            d.reschedule(self._saved_when + paused)
+        self._saved_when = None
 
     async def _turns(self) -> Final | Stopped:
         while True:

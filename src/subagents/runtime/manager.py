@@ -140,11 +140,15 @@ class AgentManager(Recording):
                 out.append(node.info)
         return tuple(reversed(out))
 
-    def extend_clock(self, agent_id: str, seconds: float) -> None:
-        """Time a person spent deciding does not count against the asking agent's timeout, nor its parents'."""
+    def hold_clock(self, agent_id: str, hold: bool) -> None:
+        """Stop (``hold``) or restart the clocks of an agent and its parents: time a person spends deciding an
+        approval does not count against their timeouts."""
         node = self.nodes.get(agent_id)
         while node is not None:
-            node.core.pause_clock(seconds)
+            if hold:
+                node.core.hold_clock()
+            else:
+                node.core.release_clock()
             node = self.nodes.get(node.parent_id) if node.parent_id else None
 
     def live_slot_holders(self) -> list[AgentNode]:
