@@ -13,7 +13,8 @@ import pytest
 import subagents
 
 PUBLIC = [
-    "AgentDefinition", "AgentHandle", "AgentSummary", "ConfigError", "DefinitionError", "Event", "LimitExceeded",
+    "AgentDefinition", "AgentHandle", "AgentSummary", "ApprovalRequest", "ConfigError", "Decision",
+    "DefinitionError", "Event", "LimitExceeded",
     "Limits", "Message", "ModelError", "Outcome", "RunError", "RunResult", "Runtime", "SpawnError", "Status",
     "StoreError", "SubagentsError", "TextBlock", "Tool", "ToolCategory", "ToolContext", "ToolError",
     "ToolResultBlock", "ToolUseBlock", "Usage", "UserError", "__version__", "tool",
@@ -37,7 +38,9 @@ def test_models_public_names() -> None:
 DOC_MODULES = [
     "subagents", "subagents.messages", "subagents.runtime.limits", "subagents.runtime.inbox",
     "subagents.runtime.runtime", "subagents.tools.base", "subagents.models.function",
-    "subagents.definitions.model",
+    "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
+    "subagents.authority.approvals", "subagents.authority.names", "subagents.sandbox.env", "subagents.sandbox.policy",
+    "subagents.sandbox.workspace",
 ]
 
 

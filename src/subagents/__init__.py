@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from .authority.approvals import ApprovalRequest, Decision
 from .definitions.model import AgentDefinition
 from .exceptions import (
     ConfigError,
@@ -36,7 +37,9 @@ __all__ = [
     "AgentDefinition",
     "AgentHandle",
     "AgentSummary",
+    "ApprovalRequest",
     "ConfigError",
+    "Decision",
     "DefinitionError",
     "Event",
     "LimitExceeded",

@@ -1,0 +1,44 @@
+"""Run ``subagents`` with a scripted model, as a real process (the pseudo-terminal tests start this file).
+
+``python scripted_cli.py SCRIPT ARGS...``: SCRIPT names a model script below; ARGS go to ``subagents``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from subagents.cli.main import main
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+
+
+def _results(req: ModelRequest) -> list[str]:
+    return [r.content for m in req.messages for r in m.tool_results]
+
+
+def write_two(req: ModelRequest) -> ModelResponse:
+    """Writes a.txt, then b.txt, then answers with both tool results."""
+    done = _results(req)
+    if len(done) < 2:
+        name = "ab"[len(done)] + ".txt"
+        return ModelResponse("", [ToolCall("write_file", {"path": name, "content": name})])
+    return ModelResponse("RESULTS: " + " || ".join(done))
+
+
+def delegate(req: ModelRequest) -> ModelResponse:
+    """The root spawns a background child that writes c.txt; the root waits and reports."""
+    done = _results(req)
+    if req.agent.depth == 1:
+        return ModelResponse("", [ToolCall("write_file", {"path": "c.txt", "content": "c"})]
+                             ) if not done else ModelResponse("child: " + done[0])
+    if not done:
+        return ModelResponse("", [ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": "write c",
+                                                           "background": True})])
+    if len(done) == 1:
+        return ModelResponse("", [ToolCall("wait", {})])
+    return ModelResponse("RESULTS: " + done[-1])
+
+
+SCRIPTS = {"write_two": write_two, "delegate": delegate}
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[2:], model=FunctionModel(SCRIPTS[sys.argv[1]])))
