@@ -1,0 +1,350 @@
+"""How one hook runs: a command (its input, process, time limit, exit code and output) or a Python callback.
+
+Internal to :mod:`subagents.authority.hooks`, whose docstring describes the protocol.  Nothing here
+knows the public hook types: :func:`run_command` returns a :class:`Reply` (or ``None``: go on),
+:func:`run_callback` the callback's own answer, and both raise :class:`HookFailure` for anything
+that counts as a hook error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import signal
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from ..exceptions import ConfigError
+from ..sandbox.env import scrubbed_env
+
+if TYPE_CHECKING:
+    from .hooks import HookInput, ProcessLauncher
+
+__all__ = ["REASON_CAP", "HookFailure", "Reply", "callback_reply", "input_dict", "is_async", "parse_reply",
+           "run_callback", "run_command", "spec_fields"]
+
+SHELL = "/bin/sh"
+STDOUT_CAP = 1_000_000
+"""Bytes of a hook's stdout that are kept (the rest is read and dropped, so the hook never blocks)."""
+STDERR_CAP = 64_000
+REASON_CAP = 2_000
+"""Characters of an exit-2 hook's stderr that go back to the model as the reason."""
+CONTEXT_CAP = 10_000
+"""Characters of plain stdout that become context (UserPromptSubmit, PostToolUse)."""
+DETAIL_CAP = 500
+"""Characters of stderr quoted in a hook error."""
+PIPE_GRACE_S = 0.5
+"""After the hook exits, how long background processes may hold its pipes before they are killed."""
+
+_TEXT_CONTEXT = frozenset({"UserPromptSubmit", "PostToolUse"})
+_STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
+_DECISIONS: dict[str, Literal["block", "allow"] | None] = {
+    "block": "block", "deny": "block", "allow": "allow", "approve": "allow", "ask": None, "defer": None}
+
+
+class HookFailure(Exception):
+    """A hook error: the message names the hook, the event and what happened."""
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class Reply(NamedTuple):
+    """What a hook said, in the runner's terms (see :class:`~subagents.authority.hooks.HookResult`)."""
+
+    decision: Literal["block", "allow"] | None = None
+    reason: str = ""
+    arguments: dict[str, Any] | None = None
+    context: str = ""
+    stop: bool = False
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _decision(value: Any, key: str, label: str) -> Literal["block", "allow"] | None:
+    if isinstance(value, str) and value.lower() in _DECISIONS:
+        return _DECISIONS[value.lower()]
+    raise HookFailure(f"{label} answered {key} = {value!r}, which is not one of "
+                      f"{', '.join(repr(k) for k in _DECISIONS)}")
+
+
+def _mapping(value: Any, key: str, label: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise HookFailure(f"{label} answered {key} = {_cap(repr(value), 100)}, but it must be a JSON object")
+    return value
+
+
+def _stronger(a: Literal["block", "allow"] | None, b: Literal["block", "allow"] | None
+              ) -> Literal["block", "allow"] | None:
+    return "block" if "block" in (a, b) else a or b
+
+
+def parse_reply(data: Mapping[str, Any], event: str, label: str) -> Reply:
+    """Our JSON and Claude Code's, read into one :class:`Reply`; a block anywhere in it wins."""
+    decision = _decision(data["decision"], "decision", label) if data.get("decision") is not None else None
+    reason = _text(data.get("reason"))
+    arguments = _mapping(data["arguments"], "arguments", label) if data.get("arguments") is not None else None
+    context = _text(data.get("context"))
+    stop = data.get("continue") is False
+    if stop:
+        reason = _text(data.get("stopReason")) or reason
+        if event not in _STOP_EVENTS:  # on Stop, "do not continue" is what happens anyway
+            decision = "block"
+    specific = data.get("hookSpecificOutput")
+    if specific is not None:
+        specific = _mapping(specific, "hookSpecificOutput", label)
+        if specific.get("permissionDecision") is not None:
+            decision = _stronger(decision, _decision(specific["permissionDecision"], "permissionDecision", label))
+        reason = _text(specific.get("permissionDecisionReason")) or reason
+        if specific.get("updatedInput") is not None:
+            arguments = _mapping(specific["updatedInput"], "updatedInput", label)
+        context = "\n".join(c for c in (context, _text(specific.get("additionalContext"))) if c)
+        if specific.get("decision") is not None:  # PermissionRequest: {"behavior": "allow" | "deny", ...}
+            verdict = _mapping(specific["decision"], "hookSpecificOutput.decision", label)
+            decision = _stronger(decision, _decision(verdict.get("behavior"), "decision.behavior", label))
+            reason = _text(verdict.get("message")) or reason
+            if verdict.get("updatedInput") is not None:
+                arguments = _mapping(verdict["updatedInput"], "updatedInput", label)
+    return Reply(decision, reason, arguments, context, stop)
+
+
+def _stdout_reply(out: str, event: str, label: str) -> Reply | None:
+    text = out.strip()
+    if not text:
+        return None
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise HookFailure(f"{label} printed output that looks like JSON but is not valid JSON "
+                              f"({e.msg} at line {e.lineno} column {e.colno}): {_cap(text, 200)!r}") from None
+        if isinstance(data, dict):
+            return parse_reply(data, event, label)
+    if event in _TEXT_CONTEXT:
+        return Reply(context=_cap(text, CONTEXT_CAP))
+    return None
+
+
+def interpret(code: int, out: str, err: str, *, event: str, label: str) -> Reply | None:
+    """Claude Code's exit codes: 0 = go on (stdout may answer), 2 = block (stderr is the reason), else an error."""
+    if code == 0:
+        return _stdout_reply(out, event, label)
+    if code == 2:
+        return Reply("block", _cap(err.strip(), REASON_CAP))
+    detail = _cap(err.strip(), DETAIL_CAP) or "nothing on stderr"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        raise HookFailure(f"{label} was killed by {name}: {detail}", code)
+    hint = {126: " (the command is not executable: check its permissions, e.g. chmod +x)",
+            127: " (the command was not found: check its path, relative to the workspace root)"}.get(code, "")
+    raise HookFailure(f"{label} exited with code {code}: {detail}{hint}", code)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class _Capture(asyncio.Protocol):
+    """Collects the first ``cap`` bytes of a pipe (the rest is read and dropped, so the hook never blocks)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        if len(self.data) < self.cap:
+            self.data += data[: self.cap - len(self.data)]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the killed process even if the caller is cancelled meanwhile, then re-raise."""
+    waiter = asyncio.ensure_future(proc.wait())
+    cancelled = False
+    while not waiter.done():
+        try:
+            await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _collect(proc: asyncio.subprocess.Process, captures: list[_Capture], timeout_s: float) -> bool:
+    """Wait for the hook and the end of its output; ``True`` if it ran past ``timeout_s`` (its group is killed).
+
+    The pipes are ours, not asyncio's, so the wait ends when the hook exits even if a background
+    process keeps its output open; such leftovers get :data:`PIPE_GRACE_S`, then die with the group.
+    """
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await proc.wait()
+        except TimeoutError:
+            timed_out = True
+            _kill_group(proc.pid)
+            await _reap(proc)
+        ends = [c.closed for c in captures]
+        _, pending = await asyncio.wait(ends, timeout=PIPE_GRACE_S)
+        if pending:
+            _kill_group(proc.pid)
+            await asyncio.wait(pending, timeout=PIPE_GRACE_S)
+    except asyncio.CancelledError:
+        _kill_group(proc.pid)
+        await _reap(proc)
+        raise
+    return timed_out
+
+
+async def _spawn(argv: tuple[str, ...], *, cwd: Path, launcher: ProcessLauncher | None, env_extra: Mapping[str, str],
+                 stdin: int, stdout: int, stderr: int) -> asyncio.subprocess.Process:
+    if launcher is None:
+        return await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr,
+                                                    start_new_session=True, env=scrubbed_env(extra=env_extra))
+    return await launcher.spawn(argv, writable=True, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr,
+                                env_extra=env_extra)
+
+
+async def run_command(command: str, payload: bytes, *, event: str, label: str, timeout_s: float, cwd: Path,
+                      launcher: ProcessLauncher | None, env_extra: Mapping[str, str]) -> Reply | None:
+    """Run ``command`` with ``/bin/sh -c`` in ``cwd``, ``payload`` on stdin, in its own process group."""
+    loop = asyncio.get_running_loop()
+    captures = [_Capture(STDOUT_CAP), _Capture(STDERR_CAP)]
+    fds = [os.pipe(), os.pipe()]
+    readers = [os.fdopen(r, "rb", buffering=0) for r, _ in fds]
+    transports: list[asyncio.BaseTransport] = []
+    try:
+        with tempfile.TemporaryFile() as stdin:  # a file, not a pipe: a hook that does not read it never blocks
+            stdin.write(payload)
+            stdin.seek(0)
+            try:
+                proc = await _spawn((SHELL, "-c", command), cwd=cwd, launcher=launcher, env_extra=env_extra,
+                                    stdin=stdin.fileno(), stdout=fds[0][1], stderr=fds[1][1])
+            except Exception as e:
+                raise HookFailure(f"{label} could not be started: {e}") from e
+            finally:
+                for _, w in fds:
+                    os.close(w)
+        for capture, reader in zip(captures, readers, strict=True):
+            transport, _ = await loop.connect_read_pipe(lambda c=capture: c, reader)  # type: ignore[misc]
+            transports.append(transport)
+        timed_out = await _collect(proc, captures, timeout_s)
+    finally:
+        for t in transports:
+            t.close()
+        for reader in readers[len(transports):]:
+            reader.close()
+    if timed_out:
+        raise HookFailure(f"{label} did not finish within {timeout_s:g} s and was killed, with every process "
+                          "it started")
+    assert proc.returncode is not None
+    return interpret(proc.returncode, captures[0].text(), captures[1].text(), event=event, label=label)
+
+
+_CLAUDE_MODES = {"autoEdit": "acceptEdits", "yolo": "bypassPermissions"}
+
+
+def input_dict(inp: HookInput) -> dict[str, Any]:
+    """The JSON a command hook reads: Claude Code's fields, then ours (which win a clash with ``extra``)."""
+    extra = inp.extra
+    d: dict[str, Any] = {
+        "hook_event_name": inp.event,
+        "session_id": extra.get("session_id", inp.agent_id if inp.parent_id is None else None),
+        "cwd": str(inp.cwd),
+        "permission_mode": _CLAUDE_MODES.get(inp.permission_mode, inp.permission_mode),
+        "agent_id": inp.agent_id, "agent_type": inp.agent_type,
+    }
+    if inp.tool is not None:
+        d["tool_name"] = inp.tool
+        d["tool_input"] = inp.arguments if inp.arguments is not None else {}
+    if inp.event == "PostToolUse" and inp.result is not None:
+        d["tool_response"] = inp.result
+    if inp.prompt is not None:
+        d["prompt"] = inp.prompt
+    if inp.event in _STOP_EVENTS:
+        d["stop_hook_active"] = bool(extra.get("stop_hook_active", False))
+    d.update((k, v) for k, v in extra.items() if k not in d)
+    d.update(event=inp.event, mode=inp.permission_mode, tool=inp.tool, arguments=inp.arguments,
+             result=inp.result, is_error=inp.is_error,
+             agent={"id": inp.agent_id, "nickname": inp.nickname, "type": inp.agent_type,
+                    "depth": inp.depth, "parent_id": inp.parent_id})
+    return d
+
+
+def is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine (async functions, partials of them, async ``__call__``)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+async def run_callback(fn: Callable[[Any], Any], arg: Any, *, is_async: bool, timeout_s: float, label: str) -> Any:
+    """``fn(arg)`` under ``timeout_s``: awaited if async, else in a worker thread so the loop runs on."""
+    deadline = asyncio.timeout(timeout_s)
+    try:
+        async with deadline:
+            value = fn(arg) if is_async else await asyncio.to_thread(fn, arg)
+            if inspect.isawaitable(value):
+                value = await value
+    except TimeoutError as e:
+        if not deadline.expired():
+            raise HookFailure(f"{label} raised TimeoutError: {e}") from e
+        left = "" if is_async else " (its thread is left to finish in the background)"
+        raise HookFailure(f"{label} did not finish within {timeout_s:g} s{left}") from None
+    except (Exception, SystemExit) as e:
+        raise HookFailure(f"{label} raised {type(e).__name__}: {e}") from e
+    return value
+
+
+def callback_reply(value: Any, event: str, label: str) -> Reply | None:
+    """A callback's answer, checked, as a :class:`Reply`."""
+    from .hooks import HookResult  # here: hooks imports this module
+
+    if value is None:
+        return None
+    if isinstance(value, HookResult):
+        if value.decision not in (None, "block", "allow"):
+            raise HookFailure(f"{label} returned decision = {value.decision!r}; use \"block\", \"allow\" or None")
+        if value.arguments is not None and not isinstance(value.arguments, dict):
+            raise HookFailure(f"{label} returned arguments = {value.arguments!r}; they must be a dict")
+        return Reply(value.decision, str(value.reason or ""), value.arguments, str(value.context or ""),
+                     bool(value.stop))
+    if isinstance(value, Mapping):
+        return parse_reply(value, event, label)
+    raise HookFailure(f"{label} returned a {type(value).__name__}; a hook returns a HookResult, a dict in the "
+                      "JSON form of command hooks, or None")
+
+
+def spec_fields(event: str, entry: Any, source: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The HookSpec fields of one ``[[hooks.<Event>]]`` table or a dict given in Python."""
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{source}: each [[hooks.{event}]] entry must be a table, got {entry!r}")
+    unknown = [k for k in entry if k not in keys]
+    if unknown:
+        raise ConfigError(f"{source}: [[hooks.{event}]] has unknown key {unknown[0]!r}; known keys: {', '.join(keys)}")
+    return {"matcher": entry.get("matcher"), "command": entry.get("command"), "callback": entry.get("callback"),
+            "timeout_s": entry.get("timeout_s", 30.0), "on_error": entry.get("on_error", "allow"),
+            "source": entry.get("source", source)}
