@@ -60,20 +60,23 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 from ..exceptions import ConfigError
 from ..models.base import AgentInfo
 from ._hook_run import HookFailure, Reply, callback_reply, input_dict, is_async, run_callback, run_command, spec_fields
 from .names import HOOK_EVENTS
 
-__all__ = ["CLAUDE_TOOL_NAMES", "HookCallback", "HookError", "HookInput", "HookOutcome", "HookResult",
+__all__ = ["CLAUDE_TOOL_NAMES", "HookCallback", "HookEntry", "HookError", "HookInput", "HookOutcome", "HookResult",
            "HookSpec", "Hooks", "ProcessLauncher"]
 
 Decision = Literal["block", "allow"]
 HookCallback = Callable[["HookInput"], "HookResult | Mapping[str, Any] | Awaitable[Any] | None"]
 """A Python hook: sync (run in a worker thread) or async; returns a HookResult, a dict in the JSON form
 of command hooks, or ``None`` (go on)."""
+
+HookEntry: TypeAlias = "HookCallback | HookSpec | Mapping[str, Any]"
+"""One item of ``Runtime(hooks={event: [...]})``: a function, a HookSpec, or ``{"matcher": ..., "callback": fn}``."""
 
 CLAUDE_TOOL_NAMES = {"bash": "Bash", "write_file": "Write", "edit_file": "Edit", "read_file": "Read",
                      "glob": "Glob", "grep": "Grep", "list_dir": "LS", "spawn_agent": "Task",
@@ -275,7 +278,7 @@ class Hooks:
         return cls(specs, cwd=cwd, launcher=launcher, env=env)
 
     @classmethod
-    def from_python(cls, mapping: Mapping[str, Sequence[HookCallback | HookSpec | Mapping[str, Any]]], *,
+    def from_python(cls, mapping: Mapping[str, HookEntry | Sequence[HookEntry]], *,
                     source: str = "python", cwd: str | Path = ".", launcher: ProcessLauncher | None = None,
                     env: Mapping[str, str] | None = None) -> Hooks:
         """Hooks from ``{event: [fn, HookSpec(...), {"matcher": ..., "callback": fn | "command": ...}]}``."""
