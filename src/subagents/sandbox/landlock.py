@@ -1,0 +1,250 @@
+"""Landlock: the shell sandbox's second backend, for kernels where user namespaces are not allowed.
+
+Landlock (Linux 5.13+) lets an unprivileged process give up file-system and network access for
+itself and its children.  The ruleset is built in the runtime (:func:`build_ruleset`: opens paths,
+adds rules), then applied in the forked child just before ``exec`` by the small function that
+:meth:`Ruleset.preexec` returns: ``PR_SET_PDEATHSIG``, dropping every capability (a root runtime
+would otherwise hand ``CAP_SYS_ADMIN``/``CAP_SYS_MODULE``... to the command), ``PR_SET_NO_NEW_PRIVS``,
+the seccomp filter of :mod:`.seccomp` (network off), ``landlock_restrict_self``.  Everything the
+child calls is resolved in the parent first.
+
+What a confined command gets (Landlock is an allowlist: nothing is denied, only granted):
+
+- read and execute on every file except the hidden paths: the grant is placed on the siblings
+  along the way to each hidden path instead of on ``/``; ``/tmp`` and ``/run`` (other commands'
+  files, sockets, ``/run/secrets``) are not granted either; listing directories is allowed
+  everywhere (a hidden directory's *names* can be listed, never its files read);
+- write in the workspace except the protected paths: the grant is placed on the workspace's
+  top-level entries other than the protected ones, so **a command cannot create, delete or rename
+  an entry directly in the workspace root** (it can edit existing top-level files in place, and do
+  anything inside the top-level directories) — a limit of an allowlist without mount namespaces;
+- write in a private temp dir (``TMPDIR``) and on ``/dev/null``-like devices; nothing else;
+- in read-only mode (plan mode) only the temp dir is writable;
+- no TCP bind/connect unless ``network`` (ABI ≥ 4), no other socket family but UNIX (seccomp);
+- signals and abstract UNIX sockets scoped to the sandbox (ABI ≥ 6): a command cannot signal the
+  runtime nor reach an abstract socket outside.  ``/proc/<pid>`` of processes outside the sandbox
+  is not readable (Landlock's ptrace restriction), so neither is the runtime's environment.
+
+Not covered by Landlock (use bubblewrap where user namespaces are allowed): connecting to
+*pathname* UNIX sockets outside (``/run/docker.sock``...: ABI 7 cannot restrict it), ``chmod`` /
+``chown`` / ``utime`` of files outside (Landlock does not restrict metadata changes: a root runtime's
+command, capabilities dropped, can still ``chmod`` files owned by root), and processes that leave
+the command's process group (``setsid``) survive it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import signal
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+__all__ = ["MASKED", "Ruleset", "abi_version", "build_ruleset"]
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on every architecture
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3, 5
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2  # ABI 4
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1, 2  # ABI 6
+
+READ = EXECUTE | READ_FILE
+WRITE = (WRITE_FILE | TRUNCATE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SOCK | MAKE_FIFO
+         | MAKE_SYM | REFER)
+
+MASKED: tuple[str, ...] = ("/tmp", "/run", "/var/run")
+"""Never granted as a whole: shared temp files, sockets and secrets of other programs."""
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT = 1, 24, 38, 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_VERSION_3 = 0x20080522
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = (("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64))
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32))
+
+
+@cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def _syscall(*args: object) -> int:
+    res: int = _libc().syscall(*args)
+    if res < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return res
+
+
+@cache
+def abi_version() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is missing or disabled (cached)."""
+    try:
+        return _syscall(_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
+    except (OSError, AttributeError):
+        return 0
+
+
+def _strictly_under(p: Path, d: Path) -> bool:
+    return d in p.parents
+
+
+def _expand(path: Path, access: int, exclude: frozenset[Path], out: dict[Path, int]) -> None:
+    """Grant ``access`` on ``path`` or, when an excluded path lies beneath it, on its children.
+
+    Symlinks are skipped (a grant follows them, and one could lead into a hidden path); reaching
+    a file through a symlink needs no right on the link itself.
+    """
+    if path in exclude:
+        return
+    if not any(_strictly_under(e, path) for e in exclude):
+        out[path] = out.get(path, 0) | access
+        return
+    for child in _children(path):
+        _expand(child, access, exclude, out)
+
+
+def _children(path: Path) -> list[Path]:
+    """The entries of a directory that are not symlinks (none when it cannot be listed)."""
+    try:
+        with os.scandir(path) as it:
+            return [Path(e.path) for e in it if not e.is_symlink()]
+    except OSError:
+        return []
+
+
+@dataclass(slots=True)
+class Ruleset:
+    """A Landlock ruleset ready to be applied in a child (``fd`` is closed by :meth:`close`)."""
+
+    fd: int
+    abi: int
+    seccomp: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        """Close the ruleset's file descriptor (the child got its own copy at fork)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def preexec(self) -> Callable[[], None]:
+        """The function to run in the forked child (``preexec_fn``): confine, then let it ``exec``."""
+        libc = _libc()
+        prctl, syscall, capset = libc.prctl, libc.syscall, libc.capset
+        fd, parent = self.fd, os.getpid()
+        last_cap = _last_cap()
+        header = _CapHeader(_CAP_VERSION_3, 0)
+        data = (_CapData * 2)()
+        seccomp, sigkill = self.seccomp, int(signal.SIGKILL)
+
+        def confine() -> None:  # runs between fork and exec: no allocation-heavy work, no locks
+            prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+            if os.getppid() != parent:  # the runtime died before the line above
+                os._exit(1)
+            if os.geteuid() == 0 or os.getuid() == 0:
+                for cap in range(last_cap + 1):
+                    prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+                prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+                if capset(ctypes.byref(header), data) != 0:
+                    raise OSError(ctypes.get_errno(), "capset")
+            if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+            if seccomp is not None:
+                seccomp()
+            if syscall(_RESTRICT_SELF, fd, 0) != 0:
+                raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+
+        return confine
+
+
+@cache
+def _last_cap() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        return 63
+
+
+def _add_path(fd: int, path: Path, access: int, handled: int) -> None:
+    try:
+        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # vanished since it was listed: nothing to grant
+    try:
+        is_dir = stat.S_ISDIR(os.fstat(pfd).st_mode)
+        allowed = access & handled & (~0 if is_dir else _FILE_RIGHTS)
+        if allowed:
+            attr = _PathBeneath(allowed, pfd)
+            _syscall(_ADD_RULE, fd, _RULE_PATH_BENEATH, ctypes.byref(attr), 0)
+    finally:
+        os.close(pfd)
+
+
+def build_ruleset(*, root: Path, writable: bool, readonly: Sequence[Path], hidden: Iterable[Path],
+                  temp_dir: Path, network: bool, extra_read: Iterable[Path] = ()) -> Ruleset:
+    """Build the ruleset for one command (see the module docstring for what it grants).
+
+    ``root`` is the workspace, ``readonly`` the paths in it the shell may not write, ``hidden``
+    the paths no process may read, ``temp_dir`` the command's private writable temp dir,
+    ``extra_read`` paths to grant read on even under :data:`MASKED` (``resolv.conf``'s target).
+    Raises :class:`OSError` when Landlock is not available.
+    """
+    abi = abi_version()
+    if abi < 1:
+        raise OSError(errno.EOPNOTSUPP, "Landlock is not available in this kernel")
+    handled = _FS_BY_ABI.get(abi, (1 << 16) - 1)
+    net = _NET_BIND_TCP | _NET_CONNECT_TCP if abi >= 4 and not network else 0
+    scoped = _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL if abi >= 6 else 0
+    attr = _RulesetAttr(handled, net, scoped)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 16
+    fd = _syscall(_CREATE_RULESET, ctypes.byref(attr), size, 0)
+    try:
+        grants: dict[Path, int] = {}
+        hidden_set = frozenset(hidden)
+        masked = frozenset(Path(m) for m in MASKED if os.path.isdir(m) and not os.path.islink(m))
+        _expand(Path("/"), READ, hidden_set | masked, grants)
+        _expand(root, READ, hidden_set, grants)  # the workspace may itself live under /tmp
+        for p in extra_read:
+            _expand(p, READ, hidden_set, grants)
+        if writable:  # never the root itself: new top-level names could be protected ones
+            no_write = hidden_set | frozenset(readonly)
+            for child in _children(root):
+                _expand(child, WRITE, no_write, grants)
+        grants[Path("/")] = grants.get(Path("/"), 0) | READ_DIR
+        grants[Path("/dev")] = grants.get(Path("/dev"), 0) | IOCTL_DEV
+        for dev in _DEVICES:
+            grants[Path(dev)] = grants.get(Path(dev), 0) | WRITE_FILE | TRUNCATE | READ_FILE
+        grants[temp_dir] = grants.get(temp_dir, 0) | READ | READ_DIR | WRITE
+        for path, access in grants.items():
+            _add_path(fd, path, access, handled)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Ruleset(fd, abi)

