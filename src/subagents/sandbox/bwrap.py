@@ -16,7 +16,8 @@ command line that runs a command confined.  The view it builds, in this order:
    store's ``-journal``) is masked by showing that directory as a snapshot: a tmpfs holding
    read-only binds of its other entries, so a file the runtime creates there later stays unseen.
 
-The process itself: ``--unshare-all`` (``--share-net`` only with ``network``), ``--cap-drop ALL``
+The process itself: ``--unshare-all`` (``--share-net`` only with ``network``), ``--disable-userns``
+where supported (no nested user namespace), ``--cap-drop ALL``
 (root inside cannot remount anything), ``--new-session`` (no ``TIOCSTI`` into the terminal),
 ``--die-with-parent``.  The caller starts ``bwrap`` with the scrubbed environment: ``--clearenv``
 alone would leave the runtime's variables in ``/proc/1/environ`` (bwrap's own process inside).
@@ -32,13 +33,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
 from .workspace import Workspace
 
-__all__ = ["MASKED_DIRS", "bwrap_argv", "find_bwrap", "missing_protected"]
+__all__ = ["MASKED_DIRS", "NO_USERNS", "bwrap_argv", "find_bwrap", "missing_protected"]
+
+NO_USERNS: tuple[str, ...] = ("--unshare-user", "--disable-userns")
+"""No nested user namespace for the command (bubblewrap 0.8+): less kernel surface, no way around the mounts."""
 
 MASKED_DIRS: tuple[str, ...] = ("/tmp", "/run", "/var/run")
 """Replaced by an empty tmpfs in the sandbox (``/var/run`` only when it is not a symlink to ``/run``)."""
@@ -137,10 +141,14 @@ def _hide(ws: Workspace, paths: Iterable[Path], readonly: list[Path], writable: 
 
 
 def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd: Path | None = None,
-               extra_hidden: Iterable[Path] = ()) -> list[str]:
-    """The ``bwrap`` arguments, up to and including ``--``, that confine a command to ``ws``."""
+               hidden: Iterable[Path] | None = None, flags: Sequence[str] = NO_USERNS) -> list[str]:
+    """The ``bwrap`` arguments, up to and including ``--``, that confine a command to ``ws``.
+
+    ``hidden`` defaults to ``ws.hidden``; ``flags`` go after ``--unshare-all``: :data:`NO_USERNS`
+    where this ``bwrap`` supports it.
+    """
     root = ws.root
-    args = [binary, "--new-session", "--die-with-parent", "--unshare-all"]
+    args = [binary, "--new-session", "--die-with-parent", "--unshare-all", *flags]
     if network:
         args.append("--share-net")
     args += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -155,6 +163,6 @@ def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd
         for p in readonly:
             if os.path.lexists(p):
                 args += ["--ro-bind", str(p), str(p)]
-    args += _hide(ws, {*ws.hidden, *extra_hidden}, readonly, writable)
+    args += _hide(ws, ws.hidden if hidden is None else hidden, readonly, writable)
     args += ["--chdir", str(cwd or root), "--"]
     return args

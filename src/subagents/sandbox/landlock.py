@@ -20,16 +20,17 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
   anything inside the top-level directories) — a limit of an allowlist without mount namespaces;
 - write in a private temp dir (``TMPDIR``) and on ``/dev/null``-like devices; nothing else;
 - in read-only mode (plan mode) only the temp dir is writable;
-- no TCP bind/connect unless ``network`` (ABI ≥ 4), no other socket family but UNIX (seccomp);
+- no TCP bind/connect unless ``network`` (ABI ≥ 4) and, with the network off, no new socket at
+  all (the seccomp filter: UDP, raw sockets and UNIX sockets outside are out of Landlock's reach);
 - signals and abstract UNIX sockets scoped to the sandbox (ABI ≥ 6): a command cannot signal the
   runtime nor reach an abstract socket outside.  ``/proc/<pid>`` of processes outside the sandbox
   is not readable (Landlock's ptrace restriction), so neither is the runtime's environment.
 
-Not covered by Landlock (use bubblewrap where user namespaces are allowed): connecting to
-*pathname* UNIX sockets outside (``/run/docker.sock``...: ABI 7 cannot restrict it), ``chmod`` /
-``chown`` / ``utime`` of files outside (Landlock does not restrict metadata changes: a root runtime's
-command, capabilities dropped, can still ``chmod`` files owned by root), and processes that leave
-the command's process group (``setsid``) survive it.
+Not covered (use bubblewrap where user namespaces are allowed): with ``network`` on, UNIX sockets
+outside (``/run/docker.sock``...) can be connected to (ABI 7 cannot restrict that; the seccomp
+filter is off with the network); ``chmod`` / ``chown`` / ``utime`` of files outside (Landlock does not
+restrict metadata changes: a root runtime's command, capabilities dropped, can still ``chmod``
+files owned by root); processes that leave the command's process group (``setsid``) survive it.
 """
 
 from __future__ import annotations

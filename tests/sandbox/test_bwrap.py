@@ -1,0 +1,66 @@
+"""The bubblewrap backend: every attack of :class:`AttackSuite`, plus what only bubblewrap does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from subagents.sandbox import SandboxPolicy, Workspace
+from subagents.sandbox.bwrap import bwrap_argv, missing_protected
+from subagents.tools.base import ToolContext
+
+from .attacks import STORE, AttackSuite, eventually, exists, marked, marker, run
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/pid"), reason="Linux only")
+
+
+class TestBwrap(AttackSuite):
+    mode = "bwrap"
+    creates_then_removes = True  # a path that does not exist cannot be bound read-only
+
+    async def test_a_process_that_leaves_the_group_still_ends(self, ctx: ToolContext) -> None:
+        # setsid escapes a process group, not the PID namespace.
+        mark = marker()
+        out = await run(ctx, f"setsid sleep {mark} > /dev/null 2>&1 < /dev/null & echo started")
+        assert out.startswith("started")
+        await eventually(lambda: not marked(mark))
+
+    async def test_a_store_file_created_during_the_command_stays_hidden(self, ctx: ToolContext, ws: Path) -> None:
+        journal = ws / ".subagents" / "state.db-journal"
+        assert not exists(journal)
+        task = asyncio.ensure_future(run(ctx, "sleep 0.5; ls -a .subagents; cat .subagents/state.db-journal"))
+        await asyncio.sleep(0.1)
+        journal.write_text(STORE)
+        out = await task
+        assert STORE not in out
+        assert out.splitlines()[:3] == [".", "..", "config.toml"]
+
+    async def test_the_private_tmp_is_usable(self, ctx: ToolContext) -> None:
+        out = await run(ctx, "echo hi > $TMPDIR/f && cat /tmp/f && ls /run | wc -l")
+        assert out == "hi\n0\nexit code 0"
+
+
+def test_argv_order_tmp_before_the_workspace_and_masks_after(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / ".subagents").mkdir()
+    (root / ".subagents" / "state.db").write_text("x")
+    ws = Workspace(root, SandboxPolicy())
+    argv = bwrap_argv("/usr/bin/bwrap", ws, network=False, writable=True)
+    joined = " ".join(argv)
+    assert argv[-1] == "--"
+    assert "--share-net" not in argv
+    assert joined.index("--tmpfs /tmp") < joined.index(f"--bind {root} {root}")
+    assert joined.index(f"--bind {root} {root}") < joined.index(f"--ro-bind {root}/.git {root}/.git")
+    # .subagents holds hidden files that do not exist yet (-journal): shown as a snapshot without the store
+    assert f"--tmpfs {root}/.subagents" in joined
+    assert f"{root}/.subagents/state.db" not in joined
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"
+    assert {"--new-session", "--die-with-parent", "--unshare-all"} <= set(argv)
+    ro = bwrap_argv("/usr/bin/bwrap", ws, network=True, writable=False)
+    assert f"--ro-bind {root} {root}" in " ".join(ro)
+    assert "--share-net" in ro
+    assert missing_protected(ws) == [root / ".claude", root / ".qwen"]

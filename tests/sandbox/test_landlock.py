@@ -1,0 +1,90 @@
+"""The Landlock backend (forced with ``mode = "landlock"``): the attacks of :class:`AttackSuite`.
+
+Where Landlock cannot enforce what bubblewrap does, the test below says so and asserts the limit,
+so that a change in either direction is noticed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from subagents.sandbox import landlock
+from subagents.tools.base import ToolContext
+
+from .attacks import AttackSuite, eventually, exists, marked, marker, read, run
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock is Linux only")
+
+
+def test_this_kernel_has_landlock() -> None:
+    # The tests below must not pass by accident on a kernel without Landlock.
+    assert landlock.abi_version() >= 6
+
+
+class TestLandlock(AttackSuite):
+    mode = "landlock"
+    creates_then_removes = False  # nothing can be created in the workspace root at all
+
+    @pytest.fixture
+    def host_tmp_file(self) -> Iterator[str]:
+        fd, path = tempfile.mkstemp(prefix="subagents-host-")
+        os.write(fd, b"host tmp\n")
+        os.close(fd)
+        yield path
+        os.unlink(path)
+
+    async def test_cannot_connect_to_a_unix_socket_of_the_host(self, ctx: ToolContext, unix_server: str) -> None:
+        # Landlock cannot restrict connect() to a pathname socket; the seccomp filter refuses socket()
+        # itself while the network is off.  Directory listings are allowed everywhere, so the
+        # socket's name can be seen.
+        script = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')"
+        out = await run(ctx, f"{sys.executable} -c \"{script}\" {unix_server}")
+        assert "CONNECTED" not in out
+        assert "PermissionError" in out
+
+    async def test_limit_unix_sockets_are_reachable_with_the_network_on(self, ws: Path, home: Path,
+                                                                        unix_server: str) -> None:
+        # The documented limit: with network = true there is no seccomp filter, and Landlock (ABI 7)
+        # does not cover UNIX sockets.  bubblewrap hides /run instead.
+        ctx = self.make(ws, home, network=True)
+        script = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')"
+        out = await run(ctx, f"{sys.executable} -c \"{script}\" {unix_server}")
+        assert "CONNECTED" in out
+
+    async def test_limit_a_process_that_leaves_the_group_survives(self, ctx: ToolContext) -> None:
+        # The documented limit: without a PID namespace, setsid() takes a process out of the reach
+        # of the group kill (its files and network stay confined: Landlock is inherited).
+        mark = marker()
+        await run(ctx, f"setsid sleep {mark} > /dev/null 2>&1 < /dev/null & echo started")
+        await eventually(lambda: bool(marked(mark)))
+        for pid in marked(mark):
+            os.kill(pid, signal.SIGKILL)
+        await eventually(lambda: not marked(mark))
+
+    async def test_limit_no_new_entries_in_the_workspace_root(self, ctx: ToolContext, ws: Path) -> None:
+        # The documented limit of an allowlist: write is granted on the root's entries, not on the
+        # root, or a command could create a protected name that does not exist yet.
+        out = await run(ctx, "touch new.txt; echo rc=$?; echo more >> README.md; mkdir src/d && echo x > src/d/f; "
+                             "mv src/app.py src/main.py; echo rc=$?")
+        assert out.splitlines()[1] == "rc=1"
+        assert not exists(ws / "new.txt")
+        assert read(ws / "README.md") == "readme\nmore\n"
+        assert read(ws / "src" / "d" / "f") == "x\n"
+        assert exists(ws / "src" / "main.py")
+
+    async def test_temp_dir_is_private_and_removed(self, ctx: ToolContext, host_tmp_file: str) -> None:
+        out = await run(ctx, f"echo $TMPDIR; echo hi > $TMPDIR/f && cat $TMPDIR/f; ls /tmp >/dev/null; echo ls=$?; "
+                             f"cat {host_tmp_file} 2>/dev/null; echo cat=$?")
+        tmpdir, hi, ls, cat, _ = out.splitlines()
+        assert hi == "hi"
+        assert ls == "ls=0"  # listing is allowed, reading other files in /tmp is not
+        assert cat == "cat=1"
+        assert tmpdir.startswith("/tmp/subagents-cmd-")
+        assert not exists(tmpdir)
