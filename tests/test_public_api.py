@@ -14,7 +14,7 @@ import subagents
 
 PUBLIC = [
     "AgentDefinition", "AgentHandle", "AgentSummary", "ApprovalRequest", "ConfigError", "Decision",
-    "DefinitionError", "Event", "LimitExceeded",
+    "DefinitionError", "Event", "HookInput", "HookResult", "LimitExceeded",
     "Limits", "Message", "ModelError", "Outcome", "RunError", "RunResult", "Runtime", "SpawnError", "Status",
     "StoreError", "SubagentsError", "TextBlock", "Tool", "ToolCategory", "ToolContext", "ToolError",
     "ToolResultBlock", "ToolUseBlock", "Usage", "UserError", "__version__", "tool",
@@ -39,7 +39,7 @@ DOC_MODULES = [
     "subagents", "subagents.messages", "subagents.runtime.limits", "subagents.runtime.inbox",
     "subagents.runtime.runtime", "subagents.tools.base", "subagents.models.function",
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
-    "subagents.authority.approvals", "subagents.authority.names", "subagents.sandbox.env", "subagents.sandbox.policy",
+    "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks", "subagents.sandbox.env", "subagents.sandbox.policy",
     "subagents.sandbox.workspace",
 ]
 

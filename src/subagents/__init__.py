@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from .authority.approvals import ApprovalRequest, Decision
+from .authority.hooks import HookInput, HookResult
 from .definitions.model import AgentDefinition
 from .exceptions import (
     ConfigError,
@@ -42,6 +43,8 @@ __all__ = [
     "Decision",
     "DefinitionError",
     "Event",
+    "HookInput",
+    "HookResult",
     "LimitExceeded",
     "Limits",
     "Message",

@@ -32,6 +32,7 @@ __all__ = [
     "StoreError",
     "SubagentsError",
     "ToolError",
+    "UnconfinedShellWarning",
     "UserError",
 ]
 
@@ -87,6 +88,10 @@ class LimitExceeded(SubagentsError):
         self.limit = limit
         self.value = value
         self.seen = seen
+
+
+class UnconfinedShellWarning(UserWarning):
+    """Warned by every ``Runtime`` whose shell runs unconfined (``[sandbox] mode = "off"``)."""
 
 
 class ToolError(SubagentsError):

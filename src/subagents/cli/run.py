@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,7 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
 async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str,
                limits: Limits | None, as_json: bool, tools: Sequence[Any], allow: Sequence[str],
                deny: Sequence[str]) -> RunResult:
+    from ..exceptions import UnconfinedShellWarning
     from ..runtime.runtime import Runtime
     from .approve import Notices, TerminalApprover
     from .render import JsonLines, LiveView
@@ -103,8 +105,11 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
     approver = TerminalApprover(view) if live and sys.stdin.isatty() else None
     if approver is None and settings.approval_timeout_s is None:
         settings.approval_timeout_s = 0.0  # nobody to ask: deny at once (the notice says how to allow)
-    async with Runtime(model, workdir=workdir, settings=settings, tools=tuple(tools), approver=approver,
-                       allow=allow, deny=deny) as rt:
+    with warnings.catch_warnings():  # the CLI says it itself, on every run (below)
+        warnings.simplefilter("ignore", UnconfinedShellWarning)
+        rt = Runtime(model, workdir=workdir, settings=settings, tools=tuple(tools), approver=approver,
+                     allow=allow, deny=deny)
+    async with rt:
         if as_json:
             out = JsonLines(sys.stdout)
             if rt.sandbox_warning:

@@ -65,6 +65,8 @@ class Stopped:
 
 
 TurnDecision = Final | RunAgain | Stopped
+MAX_STOP_HOOK_TURNS = 8
+"""How many times in a row Stop / SubagentStop hooks may send an agent back to work before it ends anyway."""
 MessageSink = Callable[[Message], None]
 
 
@@ -82,7 +84,7 @@ class AgentCore:
     """One agent's conversation loop.  See the module docstring for the contract."""
 
     __slots__ = (
-        "_cost_known", "_deadline", "_deltas", "_held_at", "_holds", "_saved_when", "_stop_hooked", "budget", "bus",
+        "_cost_known", "_deadline", "_deltas", "_held_at", "_holds", "_saved_when", "_stop_hooks", "budget", "bus",
         "cost", "ctx", "guard", "inbox",
         "info", "last_text", "limits", "messages", "model", "on_message", "registry", "started", "system",
         "system_prefix", "tool_calls", "turns", "usage",
@@ -130,7 +132,7 @@ class AgentCore:
         self.last_text = ""
         self.started = time.monotonic()
         self._deltas = False
-        self._stop_hooked = False
+        self._stop_hooks = 0
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, kind: str, **data: object) -> None:
@@ -228,10 +230,10 @@ class AgentCore:
             if self.inbox:
                 self._append(Message("user", self._drain_inbox()))
                 return RunAgain()
-            if self.guard is not None:
-                reason = await self.guard.on_final(response.text, self._stop_hooked)
+            if self.guard is not None and self._stop_hooks < MAX_STOP_HOOK_TURNS:
+                reason = await self.guard.on_final(response.text, self._stop_hooks > 0)
                 if reason is not None:
-                    self._stop_hooked = True
+                    self._stop_hooks += 1
                     self._append(Message.user(f"<stop-hook>\n{reason}\n</stop-hook>"))
                     return RunAgain()
             return Final(response.text)

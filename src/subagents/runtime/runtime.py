@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +24,12 @@ from ..authority.names import canonical_mode
 from ..config import NO_MODEL_HELP, Settings, load_settings
 from ..definitions.loader import DefinitionSet, load_definitions
 from ..definitions.model import AgentDefinition
-from ..exceptions import ConfigError, SpawnError, UserError
+from ..exceptions import ConfigError, SpawnError, UnconfinedShellWarning, UserError
 from ..models.base import Model
 from ..models.pricing import set_price_overrides
 from ..models.resolve import resolve_model
 from ..sandbox.policy import SandboxPolicy
+from ..sandbox.shell import ShellSandbox
 from ..sandbox.workspace import Workspace
 from ..store import RunRecord, Store, open_store
 from ..tools.agents import AGENT_TOOLS
@@ -145,6 +147,9 @@ class Runtime:
                                      permission_mode=s.permission_mode),
             control_factory=ManagerControl,
         )
+        self.manager.sandbox = ShellSandbox(self.workspace, policy)
+        if self.sandbox_warning:
+            warnings.warn(UnconfinedShellWarning(self.sandbox_warning), stacklevel=2)
         self.manager.authority = build_authority(
             s, approver=approver, hooks=hooks, mgr=self.manager, bus=self.bus, store=self.store,
             shell_confined=policy.mode != "off", allow=allow, deny=deny)
@@ -164,13 +169,8 @@ class Runtime:
     @property
     def sandbox_warning(self) -> str | None:
         """A loud sentence when the shell runs unconfined (``[sandbox] mode = "off"``), else ``None``."""
-        sb = self.manager.sandbox
-        if sb is not None:
-            return getattr(sb, "warning", None)
-        if self.workspace.policy.mode == "off":
-            return ('warning: [sandbox] mode = "off": shell commands run UNCONFINED, with your whole filesystem, '
-                    "network and environment; set [sandbox] mode = \"auto\" to confine them")
-        return None
+        warning: str | None = self.manager.sandbox.warning
+        return warning
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> Runtime:
