@@ -52,11 +52,11 @@ class ManagerControl:
                         "you can only steer agents you spawned (or their descendants)")
 
     async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
-                          background: bool, model: str | None) -> str:
+                          background: bool, model: str | None, isolation: str | None = None) -> str:
         caller = self._caller(caller_id)
         try:
             node = self.mgr.spawn(agent_type=agent_type, prompt=prompt, parent_id=caller.id,
-                                  description=description, background=background, model=model)
+                                  description=description, background=background, model=model, isolation=isolation)
         except SpawnError as e:
             raise ToolError(str(e)) from None
         if node.background:

@@ -84,14 +84,15 @@ class AgentFactory:
         return template, list(notes)
 
     def system_prompt(self, base: str, d: AgentDefinition, *, is_child: bool, mode: str, briefing: str,
-                      notes: tuple[str, ...]) -> str:
+                      notes: tuple[str, ...], workdir: str | None = None) -> str:
         """The layered system prompt; identical layers give the very same string (shared, not rebuilt)."""
-        key = (base, d.name, d.system_prompt, is_child, mode, briefing, notes)
+        workdir = workdir or self.workdir
+        key = (base, d.name, d.system_prompt, is_child, mode, briefing, notes, workdir)
         system = self._prompts.get(key)
         if system is None:
             if len(self._prompts) >= 256:
                 self._prompts.clear()
             system = self._prompts[key] = build_system_prompt(
-                base, d.system_prompt, workdir=self.workdir, is_child=is_child, briefing=briefing, notes=notes,
+                base, d.system_prompt, workdir=workdir, is_child=is_child, briefing=briefing, notes=notes,
                 mode_line=MODE_PROMPTS.get(mode, ""))
         return system

@@ -31,8 +31,10 @@ from ..exceptions import ConfigError, DefinitionError, LimitExceeded, SpawnError
 from ..messages import Message
 from ..models.base import AgentInfo, Model
 from ..sandbox.workspace import Workspace
+from ..sandbox.worktree import plan_worktree
 from ..store.base import AnnouncementRecord, Store
 from ..tools.base import Tool, ToolContext
+from . import isolation as worktrees
 from .events import EventBus
 from .factory import AgentFactory, Grant
 from .ids import new_agent_id
@@ -169,6 +171,7 @@ class AgentManager(Recording):
         label: str | None = None,
         cleanup: str = "keep",
         history: list[Message] | None = None,
+        isolation: str | None = None,
     ) -> AgentNode:
         """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused."""
         # 1. validate
@@ -176,6 +179,8 @@ class AgentManager(Recording):
             raise SpawnError("the prompt is empty; give the agent a task to do")
         if cleanup not in ("keep", "delete"):
             raise SpawnError(f"cleanup must be 'keep' or 'delete', got {cleanup!r}")
+        if isolation not in (None, "", "none", "worktree"):
+            raise SpawnError(f"isolation must be 'worktree' (or omitted), got {isolation!r}")
         parent = self.nodes.get(parent_id) if parent_id is not None else None
         if parent_id is not None and parent is None:
             raise SpawnError(f"unknown parent agent {parent_id!r}")
@@ -203,7 +208,7 @@ class AgentManager(Recording):
                                  "or raise the parent's limit") from None
             try:
                 node = self._build(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
-                                   history, grant)
+                                   history, grant, isolation=isolation or d.isolation)
             except BaseException:
                 if carved_from is not None:
                     carved_from.release(carved, Budget(Limits()))
@@ -269,19 +274,29 @@ class AgentManager(Recording):
 
     def _build(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
                prompt: str, description: str, label: str | None, background: bool | None, cleanup: str,
-               history: list[Message] | None, grant: Grant, *, ids: tuple[str, str] | None = None) -> AgentNode:
+               history: list[Message] | None, grant: Grant, *, ids: tuple[str, str] | None = None,
+               isolation: str | None = None) -> AgentNode:
         # ``ids``: (id, nickname) of a run restored from the store (see recovery.adopt)
         agent_id = new_agent_id() if ids is None else ids[0]
         nickname = self.nicknames.take(d.name, d.nickname_candidates) if ids is None else ids[1]
         info = AgentInfo(agent_id, nickname, d.name, depth, parent.id if parent else None)
         # 5. prompt layering: the base is inherited verbatim from the root
         base = self.cfg.base_prompt
+        ws, sandbox = (parent.core.ctx.workspace, parent.core.ctx.sandbox) if parent else (self.workspace, self.sandbox)
+        worktree = None
+        if isolation == "worktree":
+            try:
+                worktree = plan_worktree(ws.root, nickname, agent_id)
+            except SpawnError:
+                self.nicknames.release(nickname)
+                raise
         system = self.factory.system_prompt(base, d, is_child=parent is not None, mode=grant.mode,
-                                            briefing=self.cfg.briefing, notes=tuple(self.notepad[-10:]))
+                                            briefing=self.cfg.briefing, notes=tuple(self.notepad[-10:]),
+                                            workdir=str(worktree.root if worktree else ws.root))
         root_id = parent.root_id if parent else agent_id
         todos = self._todos.setdefault(root_id, [])
-        ctx = ToolContext(agent=info, workspace=self.workspace, todos=todos, control=self.control,
-                          bash_timeout_s=self.cfg.bash_timeout_s, sandbox=self.sandbox,
+        ctx = ToolContext(agent=info, workspace=ws, todos=todos, control=self.control,
+                          bash_timeout_s=self.cfg.bash_timeout_s, sandbox=sandbox,
                           shell_writable=grant.mode != "plan")
         core = AgentCore(info=info, model=mdl, system=system, registry=grant.registry, ctx=ctx, limits=limits,
                          bus=self.bus, messages=list(history) if history else None)
@@ -290,7 +305,7 @@ class AgentManager(Recording):
         node = AgentNode(info=info, definition=d, core=core, root_id=root_id, label=label or description or prompt[:60],
                          task_text=prompt, background=d.background if background is None else background,
                          limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup, mode=grant.mode,
-                         narrowed=grant.notes)
+                         narrowed=grant.notes, worktree=worktree)
         core.system_prefix = len(base) if base and system.startswith(base) else 0
         core.budget = Budget(limits)
         core.on_message = self._message_sink(node)
@@ -303,16 +318,30 @@ class AgentManager(Recording):
         node.runs += 1
         self._set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
         try:
-            result = await node.core.run(prompt)
+            failed = await worktrees.enter(node, self.workspace) if node.worktree is not None else None
+            if node.worktree is not None:
+                self.store.update_run(node.id, {"worktree": worktrees.worktree_record(node.worktree)})
+            if failed:
+                result = node.core.result(Stopped(Outcome.ERROR, None, failed))
+            else:
+                result = await node.core.run(prompt)
         except asyncio.CancelledError:
             result = node.core.result(Stopped(Outcome.CANCELLED, None, "closed before it finished"))
             if not node.closing:  # cancelled from outside (runtime shutdown): finish, then propagate
+                await self._leave_worktree(node, result)
                 self._finish(node, result)
                 raise
         except Exception as e:
             result = node.core.result(Stopped(Outcome.ERROR, None, f"internal error: {type(e).__name__}: {e}"))
+        await self._leave_worktree(node, result)
         self._finish(node, result)
         return result
+
+    async def _leave_worktree(self, node: AgentNode, result: RunResult) -> None:
+        if node.worktree is not None and node.worktree.base:
+            line = await worktrees.leave(node)
+            result.text = f"{result.text}\n\n{line}" if result.text else line
+            self.store.update_run(node.id, {"worktree": worktrees.worktree_record(node.worktree)})
 
     def _finish(self, node: AgentNode, result: RunResult) -> None:
         if node.status.is_final():

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..definitions.model import AgentDefinition
 from ..models.base import AgentInfo
+from ..sandbox.worktree import Worktree
 from ..store.base import AnnouncementRecord
 from .limits import Budget, Limits
 from .loop import AgentCore
@@ -44,6 +45,7 @@ class AgentNode:
     runs: int = 0
     mode: str = "default"  # the permission mode it runs in
     narrowed: list[str] = field(default_factory=list)  # what its authority lost against its definition
+    worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
 
     @property
     def id(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from ..messages import Message
 from ..store.base import RunRecord, Store
 from .events import Event, EventBus
+from .isolation import worktree_record
 from .limits import Limits
 from .node import AgentNode
 from .result import RunResult
@@ -41,6 +42,7 @@ class Recording:
             parent_id=i.parent_id, root_id=node.root_id, depth=i.depth, label=node.label, model=node.model_name,
             cleanup=node.cleanup, background=node.background, created_at=time.time(),
             system_prompt=node.core.system, limits=limits_dict(node.limits), permission_mode=node.mode,
+            worktree=worktree_record(node.worktree),
         ))
 
     def _message_sink(self, node: AgentNode) -> Callable[[Message], None]:

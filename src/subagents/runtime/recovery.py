@@ -33,6 +33,7 @@ from ..authority.permissions import mode_rank
 from ..exceptions import DefinitionError, SpawnError
 from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
 from ..store.base import AnnouncementRecord, RunRecord, Store
+from .isolation import worktree_from_record
 from .limits import Limits
 from .loop import Final
 from .node import AgentNode
@@ -120,6 +121,7 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
                       rec.cleanup, transcript, grant, ids=(rec.run_id, rec.nickname))
     if rec.system_prompt:
         node.core.system = rec.system_prompt
+    node.worktree = worktree_from_record(rec.worktree)
     node.root_id = rec.root_id or rec.run_id
     node.runs = rec.runs
     if rec.is_final:

@@ -244,14 +244,16 @@ class Runtime:
 
     async def spawn(self, prompt: str, agent: str = "general-purpose", *, background: bool = True,
                     label: str | None = None, limits: Limits | None = None, model: Model | str | None = None,
-                    parent: str | None = None, cleanup: str = "keep") -> AgentHandle:
-        """Start an agent and return its handle at once (``parent``: spawn it as that agent's child)."""
+                    parent: str | None = None, cleanup: str = "keep", isolation: str | None = None) -> AgentHandle:
+        """Start an agent and return its handle at once (``parent``: spawn it as that agent's child;
+        ``isolation="worktree"``: in its own git worktree)."""
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=background,
-                           label=label, parent=parent, cleanup=cleanup)
+                           label=label, parent=parent, cleanup=cleanup, isolation=isolation)
         return AgentHandle(node.id, node.nickname, node.info.agent_type)
 
     def _spawn(self, *, agent_type: str, prompt: str, limits: Limits | None, model: Model | str | None,
-               background: bool, label: str | None = None, parent: str | None = None, cleanup: str = "keep") -> Any:
+               background: bool, label: str | None = None, parent: str | None = None, cleanup: str = "keep",
+               isolation: str | None = None) -> Any:
         if self._closed:
             raise UserError("this Runtime is closed; create a new one")
         if not self._restored and not self._in_run_sync:
@@ -264,7 +266,8 @@ class Runtime:
                 raise SpawnError(f"no agent with id or nickname {parent!r} to spawn under")
             parent_id = p.id
         return self.manager.spawn(agent_type=agent_type, prompt=prompt, parent_id=parent_id, limits=limits,
-                                  model=model, background=background, label=label, cleanup=cleanup)
+                                  model=model, background=background, label=label, cleanup=cleanup,
+                                  isolation=isolation)
 
     async def send_input(self, agent_id: str, message: str) -> None:
         """Deliver ``message`` to a running agent at its next tool boundary."""

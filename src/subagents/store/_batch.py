@@ -22,7 +22,7 @@ __all__ = ["ANN_COLS", "COLS_SQL", "RUN_FIELDS", "Plan", "Recorder", "message_js
 # queue op codes
 CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = range(10)
 
-_JSON_COLS = frozenset({"usage", "limits"})
+_JSON_COLS = frozenset({"usage", "limits", "worktree"})
 _BOOL_COLS = frozenset({"background", "archived", "truncated"})
 RUN_FIELDS = frozenset(RUN_COLUMNS)
 COLS_SQL = ", ".join(f'"{c}"' for c in RUN_COLUMNS)

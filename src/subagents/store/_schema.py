@@ -5,7 +5,8 @@ Version history:
 * **1** — ``runs`` (without ``runs``/``owner``), ``transcript``, ``announcements``.
 * **2** — ``runs.runs`` and ``runs.owner`` (restart recovery), ``owners`` (heartbeats of live
   runtimes), ``requests`` (cancel/resume asked by another process), an index on ``runs.owner``.
-* **3** — ``runs.permission_mode`` and ``audit`` (approval decisions, denials, hook blocks and errors).
+* **3** — ``runs.permission_mode``, ``runs.worktree`` and ``audit`` (approval decisions, denials, hook
+  blocks and errors).
 
 A store opened by an older ``subagents`` is migrated forward in one transaction at open; a store
 written by a newer one is refused (never downgraded).
@@ -25,7 +26,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "parent_id", "root_id", "depth", "label", "model", "cleanup", "background", "status", "outcome",
     "created_at", "started_at", "ended_at", "archive_at", "archived", "usage", "cost_usd", "turns",
     "tool_calls", "truncated", "limit", "result_text", "error", "system_prompt", "limits", "runs", "owner",
-    "permission_mode",
+    "permission_mode", "worktree",
 )
 
 V1_SCHEMA = """
@@ -70,6 +71,7 @@ PRAGMA user_version = 2;
 
 _V2_TO_V3 = """
 ALTER TABLE runs ADD COLUMN permission_mode TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN worktree TEXT NOT NULL DEFAULT '{}';
 CREATE TABLE audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, at REAL NOT NULL, kind TEXT NOT NULL,
     data TEXT NOT NULL

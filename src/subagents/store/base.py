@@ -58,6 +58,7 @@ class RunRecord:
     runs: int = 0          # how many times the agent was started (announcement ids are "<run_id>:<runs>")
     owner: str = ""        # "<host>:<pid>:<token>" of the process whose runtime drives it
     permission_mode: str = ""  # the permission mode it runs in ("" in stores written before v3)
+    worktree: dict[str, Any] = field(default_factory=dict)  # its git worktree (isolation: worktree), if any
 
     @property
     def is_final(self) -> bool:

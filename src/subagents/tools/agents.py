@@ -25,7 +25,7 @@ class AgentControl(Protocol):
     """
 
     async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
-                          background: bool, model: str | None) -> str: ...
+                          background: bool, model: str | None, isolation: str | None = None) -> str: ...
 
     async def send_input(self, caller_id: str, agent_id: str, message: str) -> str: ...
 
@@ -46,7 +46,8 @@ def _control(ctx: ToolContext) -> AgentControl:
 
 
 async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, description: str = "",
-                      background: bool = False, model: str | None = None) -> str:
+                      background: bool = False, model: str | None = None,
+                      isolation: Literal["worktree"] | None = None) -> str:
     """Start a sub-agent with a fresh conversation to do one task.
 
     In the foreground (default) this call returns when the sub-agent ends, with its final answer
@@ -59,8 +60,11 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
         description: a short (3-5 word) label for the task.
         background: run concurrently and return at once.
         model: optional model override, e.g. anthropic:claude-haiku-4-5.
+        isolation: "worktree" to give the sub-agent its own git worktree (a new branch); its changes stay
+            there for you to review, and the worktree is removed if it changed nothing.
     """
-    return await _control(ctx).spawn_agent(ctx.agent.id, agent_type, prompt, description, background, model)
+    return await _control(ctx).spawn_agent(ctx.agent.id, agent_type, prompt, description, background, model,
+                                           isolation)
 
 
 async def send_input(ctx: ToolContext, agent_id: str, message: str) -> str:

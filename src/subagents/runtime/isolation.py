@@ -1,0 +1,64 @@
+"""Worktree isolation in the agent lifecycle: make the checkout when the agent starts, tidy it when it ends.
+
+The manager plans the worktree at spawn (a fast check that git and a repository exist, so a refusal
+is a clear spawn error), :func:`enter` creates it when the agent's task starts and points the agent's
+file tools and shell sandbox at it, and :func:`leave` removes it when nothing changed or says where
+the changes are (a line appended to the result).  See :mod:`subagents.sandbox.worktree`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ..sandbox.shell import ShellSandbox
+from ..sandbox.workspace import Workspace
+from ..sandbox.worktree import Worktree, WorktreeError, create_worktree, finish_worktree
+from .node import AgentNode
+
+__all__ = ["enter", "leave", "worktree_from_record", "worktree_record"]
+
+
+async def enter(node: AgentNode, base: Workspace) -> str | None:
+    """Create the node's worktree if it has none yet and confine its tools to it; an error sentence on failure."""
+    wt = node.worktree
+    assert wt is not None
+    if not wt.base or not wt.path.exists():
+        try:
+            await create_worktree(wt)
+        except (WorktreeError, OSError) as e:
+            return f"could not create its worktree: {e}"
+    ws = Workspace(wt.root, base.policy)
+    ws.add_hidden(base.hidden)  # the run store and the credentials stay hidden from inside the worktree too
+    ctx = node.core.ctx
+    ctx.workspace = ws
+    ctx.sandbox = ShellSandbox(ws, base.policy)
+    return None
+
+
+async def leave(node: AgentNode) -> str:
+    """Remove the worktree if it holds no changes; the line for the result either way (never raises)."""
+    wt = node.worktree
+    assert wt is not None
+    try:
+        line = await asyncio.shield(finish_worktree(wt))
+    except (WorktreeError, OSError) as e:
+        return f"[worktree {wt.describe()}: could not be inspected ({e}); it was kept]"
+    if "were removed" in line:
+        wt.base = ""  # a resumed agent gets a fresh checkout
+    return line
+
+
+def worktree_record(wt: Worktree | None) -> dict[str, Any]:
+    """The worktree as the run record keeps it (so a restored agent goes back to its own checkout)."""
+    if wt is None:
+        return {}
+    return {k: str(v) for k, v in dataclasses.asdict(wt).items()}
+
+
+def worktree_from_record(d: dict[str, Any]) -> Worktree | None:
+    if not d:
+        return None
+    return Worktree(Path(d["repo"]), Path(d["path"]), d["branch"], Path(d["root"]), d.get("base", ""))
