@@ -67,6 +67,8 @@ async def test_changes_are_kept_on_a_branch_and_the_parent_checkout_is_untouched
     assert (wt / "notes.md").read_text() == "n"
     assert f"Working directory (workspace root): {wt}" in seen["system"]
     edit, write, escape, pwd = seen["child_results"]
+    assert edit.startswith("Edited app.py")
+    assert write.startswith("Created notes.md")
     assert "outside the workspace" in escape
     assert not (repo.parent.parent / "escape.txt").exists()
     assert pwd.splitlines()[0] == str(wt)
