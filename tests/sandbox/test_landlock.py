@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from subagents.sandbox import landlock
+from subagents.sandbox import SandboxPolicy, Workspace, landlock, spawnthread
+from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
 
 from .attacks import AttackSuite, eventually, exists, marked, marker, read, run
@@ -88,3 +91,37 @@ class TestLandlock(AttackSuite):
         assert cat == "cat=1"
         assert tmpdir.startswith("/tmp/subagents-cmd-")
         assert not exists(tmpdir)
+
+
+def _status(field: str) -> str:
+    with open("/proc/thread-self/status") as f:
+        return next(line.split()[1] for line in f if line.startswith(field + ":"))
+
+
+async def test_the_runtime_itself_stays_unconfined(tmp_path: Path) -> None:
+    # The confinement is applied in a helper thread that starts the command and ends: the thread
+    # running the event loop (and every other thread) keeps its rights.
+    ws = Workspace(tmp_path, SandboxPolicy(mode="landlock"))
+    box = ShellSandbox(ws)
+    proc = await box.spawn(["/bin/sh", "-c", "grep -E '^(NoNewPrivs|Seccomp|CapEff):' /proc/self/status"])
+    out, _ = await proc.communicate()
+    assert out.decode().split() == ["CapEff:", "0000000000000000", "NoNewPrivs:", "1", "Seccomp:", "2"]
+    assert (_status("NoNewPrivs"), _status("Seccomp")) == ("0", "0")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM):  # the seccomp filter is not ours
+        pass
+    fd, path = tempfile.mkstemp()  # nor the Landlock domain
+    os.close(fd)
+    os.unlink(path)
+
+
+async def test_the_preexec_fallback_confines_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where asyncio has no hook for the helper thread, the command confines itself in preexec_fn.
+    monkeypatch.setattr(spawnthread, "available", lambda: False)
+    (tmp_path / "sub").mkdir()
+    box = ShellSandbox(Workspace(tmp_path, SandboxPolicy(mode="landlock")))
+    tag = f"/etc/subagents-{uuid.uuid4().hex[:8]}"
+    proc = await box.spawn(["/bin/sh", "-c", f"echo x > {tag}; echo y > sub/ok; grep NoNewPrivs /proc/self/status"])
+    out, _ = await proc.communicate()
+    assert out.decode().split() == ["NoNewPrivs:", "1"]
+    assert not exists(tag)
+    assert read(tmp_path / "sub" / "ok") == "y\n"

@@ -64,13 +64,14 @@ def find_bwrap() -> str | None:
         return None
 
 
-def _under(p: Path, d: Path) -> bool:
-    return p == d or d in p.parents
+def _under(p: str, d: str) -> bool:
+    """Whether path ``p`` is ``d`` or lies beneath it (absolute, normalized strings: pathlib is slow here)."""
+    return p == d or p.startswith(d if d.endswith("/") else d + "/")
 
 
-def _visible(p: Path, root: Path) -> bool:
+def _visible(p: str, root: str) -> bool:
     """Whether ``p`` is seen from inside at all (not under a masked dir, unless under the workspace)."""
-    return _under(p, root) or not any(_under(p, Path(m)) for m in MASKED_DIRS)
+    return _under(p, root) or not any(_under(p, m) for m in MASKED_DIRS)
 
 
 def missing_protected(ws: Workspace) -> list[Path]:
@@ -79,64 +80,67 @@ def missing_protected(ws: Workspace) -> list[Path]:
     These are what a command could create in the writable workspace (``.claude`` when there is no
     ``.claude``; ``.git/hooks`` when ``.git`` exists without hooks); the runner removes them after.
     """
+    root = str(ws.root)
     out: list[Path] = []
-    for p in ws.shell_readonly:
-        if not _under(p, ws.root) or p == ws.root or os.path.lexists(p):
+    for path in ws.shell_readonly:
+        p = str(path)
+        if p == root or not _under(p, root) or os.path.lexists(p):
             continue
         first = p
-        while first.parent != ws.root and not os.path.lexists(first.parent):
-            first = first.parent
-        if first not in out:
-            out.append(first)
+        while os.path.dirname(first) != root and not os.path.lexists(os.path.dirname(first)):
+            first = os.path.dirname(first)
+        if Path(first) not in out:
+            out.append(Path(first))
     return out
 
 
-def _snapshot(d: Path, hidden: set[Path]) -> list[str]:
+def _snapshot(d: str, hidden: set[str]) -> list[str]:
     """Show directory ``d`` as a read-only tmpfs holding binds of its entries, minus hidden ones."""
-    args = ["--tmpfs", str(d)]
+    args = ["--tmpfs", d]
     try:
-        entries = sorted(os.scandir(d), key=lambda e: e.name)
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
     except OSError:
         entries = []
     for e in entries:
-        path = Path(e.path)
-        if path in hidden:
+        if e.path in hidden:
             continue
         if e.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
+            args += ["--symlink", os.readlink(e.path), e.path]
         else:
-            args += ["--ro-bind", str(path), str(path)]
-    return [*args, "--remount-ro", str(d)]
+            args += ["--ro-bind", e.path, e.path]
+    return [*args, "--remount-ro", d]
 
 
 def _resolv_conf_target() -> list[str]:
     """``/etc/resolv.conf`` often points into ``/run`` (systemd-resolved): bind its target back."""
-    real = Path(os.path.realpath("/etc/resolv.conf"))
-    if real.is_file() and any(_under(real, Path(m)) for m in MASKED_DIRS):
-        return ["--ro-bind", str(real), str(real)]
+    real = os.path.realpath("/etc/resolv.conf")
+    if os.path.isfile(real) and any(_under(real, m) for m in MASKED_DIRS):
+        return ["--ro-bind", real, real]
     return []
 
 
-def _hide(ws: Workspace, paths: Iterable[Path], readonly: list[Path], writable: bool) -> list[str]:
+def _hide(root: str, paths: Iterable[Path], readonly: list[str], writable: bool) -> list[str]:
     """Mask the hidden paths seen from inside (see the module docstring, step 5)."""
-    root, args = ws.root, []
-    hidden = {Path(os.path.realpath(h)) if os.path.islink(h) else h for h in paths}
+    args: list[str] = []
+    hidden = {os.path.realpath(h) if os.path.islink(h) else str(h) for h in paths}
     hidden = {h for h in hidden if _visible(h, root)}
-    snapshots: set[Path] = set()
-    for h in sorted(hidden):
-        parent = h.parent
-        if os.path.lexists(h) or not _under(parent, root) or not parent.is_dir() or parent in snapshots:
+    existing = {h for h in hidden if os.path.lexists(h)}
+    snapshots: set[str] = set()
+    for h in sorted(hidden - existing):
+        parent = os.path.dirname(h)
+        if parent in snapshots or not _under(parent, root) or not os.path.isdir(parent):
             continue
         if not writable or any(_under(parent, r) for r in readonly):
             args += _snapshot(parent, hidden)
             snapshots.add(parent)
-    for h in sorted(hidden):
-        if not os.path.lexists(h) or h.parent in snapshots:
+    for h in sorted(existing):
+        if os.path.dirname(h) in snapshots:
             continue
-        if h.is_dir():
-            args += ["--tmpfs", str(h), "--remount-ro", str(h)]
+        if os.path.isdir(h):
+            args += ["--tmpfs", h, "--remount-ro", h]
         else:
-            args += ["--ro-bind", "/dev/null", str(h)]
+            args += ["--ro-bind", "/dev/null", h]
     return args
 
 
@@ -147,7 +151,7 @@ def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd
     ``hidden`` defaults to ``ws.hidden``; ``flags`` go after ``--unshare-all``: :data:`NO_USERNS`
     where this ``bwrap`` supports it.
     """
-    root = ws.root
+    root = str(ws.root)
     args = [binary, "--new-session", "--die-with-parent", "--unshare-all", *flags]
     if network:
         args.append("--share-net")
@@ -157,12 +161,13 @@ def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd
             args += ["--tmpfs", m]
     if network:
         args += _resolv_conf_target()
-    args += ["--bind" if writable else "--ro-bind", str(root), str(root)]
-    readonly = [p for p in ws.shell_readonly if _under(p, root) and p != root]
+    args += ["--bind" if writable else "--ro-bind", root, root]
+    readonly = [str(p) for p in ws.shell_readonly]
+    readonly = [p for p in readonly if p != root and _under(p, root)]
     if writable:
         for p in readonly:
             if os.path.lexists(p):
-                args += ["--ro-bind", str(p), str(p)]
-    args += _hide(ws, ws.hidden if hidden is None else hidden, readonly, writable)
+                args += ["--ro-bind", p, p]
+    args += _hide(root, ws.hidden if hidden is None else hidden, readonly, writable)
     args += ["--chdir", str(cwd or root), "--"]
     return args

@@ -35,11 +35,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from ..exceptions import ToolError
 from . import bwrap as _bwrap
 from . import landlock as _landlock
 from . import seatbelt as _seatbelt
+from . import spawnthread
 from .env import scrubbed_env
 from .policy import SandboxPolicy
 from .procs import group_alive, reap, signal_group
@@ -251,12 +253,16 @@ class ShellSandbox:
                 env["TMPDIR"] = state.temp_dir
                 if backend == "landlock":
                     ruleset = self._landlock(Path(state.temp_dir), writable)
-                    preexec = ruleset.preexec()
+                    if not spawnthread.available():
+                        preexec = ruleset.confiner(in_child=True)
                 else:
                     full = [*_seatbelt.seatbelt_argv(self._seatbelt(Path(state.temp_dir), writable)), *argv]
-            proc = await asyncio.create_subprocess_exec(
-                *full, cwd=workdir, stdin=stdin, stdout=stdout, stderr=stderr, env=env,
-                start_new_session=True, preexec_fn=preexec)
+            kwargs: dict[str, Any] = {"cwd": workdir, "stdin": stdin, "stdout": stdout, "stderr": stderr, "env": env,
+                                      "start_new_session": True, "preexec_fn": preexec}
+            if ruleset is not None and preexec is None:
+                proc = await spawnthread.create_confined(ruleset.confiner(in_child=False), *full, **kwargs)
+            else:
+                proc = await asyncio.create_subprocess_exec(*full, **kwargs)
         except BaseException:
             self._drop_temp(state)
             raise

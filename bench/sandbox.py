@@ -1,0 +1,90 @@
+"""Cost of the shell sandbox: a trivial ``bash`` call (``true``) through the tool, per backend.
+
+    .venv/bin/python bench/sandbox.py [--n 200] [--warmup 20]
+
+Measures, interleaved in one process so that drift hits every row alike:
+
+- ``floor``: ``asyncio.create_subprocess_exec("/bin/true")`` and its ``wait()``: the cost of any
+  child process from asyncio;
+- ``off``: the ``bash`` tool with ``[sandbox] mode = "off"`` (``/bin/bash -c true``, pipe, reap);
+- ``bwrap`` / ``landlock``: the same call through each sandbox backend.
+
+Prints ONE JSON line (median, mean, p10, p90 in µs per row, and the added cost of each backend
+over ``off``); a readable summary goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import summ_us  # noqa: E402
+
+from subagents.models.base import AgentInfo  # noqa: E402
+from subagents.sandbox import SandboxPolicy, Workspace  # noqa: E402
+from subagents.sandbox.shell import ShellSandbox  # noqa: E402
+from subagents.tools.base import ToolContext  # noqa: E402
+from subagents.tools.shell import bash  # noqa: E402
+
+MODES = ("off", "bwrap", "landlock")
+
+
+async def main(n: int, warmup: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        for name in (".git", ".subagents", "src"):
+            (root / name).mkdir()
+        ctxs = {}
+        for mode in MODES:
+            ws = Workspace(root, SandboxPolicy(mode=mode))
+            box = ShellSandbox(ws)
+            if box.backend != mode:
+                raise SystemExit(f"backend {mode} is not available here: {box.unavailable()}")
+            ctxs[mode] = ToolContext(agent=AgentInfo("b", "b", "general-purpose"), workspace=ws, sandbox=box)
+
+        async def floor() -> None:
+            proc = await asyncio.create_subprocess_exec("/bin/true")
+            await proc.wait()
+
+        async def tool(mode: str) -> None:
+            out = await bash.call({"command": "true"}, ctxs[mode])
+            assert out == "(no output)\nexit code 0", out
+
+        samples: dict[str, list[float]] = {"floor": [], **{m: [] for m in MODES}}
+        jobs = [("floor", floor), *((m, lambda m=m: tool(m)) for m in MODES)]
+        for i in range(warmup + n):
+            for name, job in jobs[i % len(jobs):] + jobs[: i % len(jobs)]:  # rotate the order
+                t0 = time.perf_counter()
+                await job()
+                dt = time.perf_counter() - t0
+                if i >= warmup:
+                    samples[name].append(dt)
+    rows = {name: summ_us(xs) for name, xs in samples.items()}
+    added = {m: {"median_us": rows[m]["median_us"] - rows["off"]["median_us"],
+                 "mean_us": rows[m]["mean_us"] - rows["off"]["mean_us"]} for m in ("bwrap", "landlock")}
+    return {"bench": "sandbox", "n": n, "rows": rows, "added_over_off": added,
+            "stdev_us": {name: statistics.stdev([x * 1e6 for x in xs]) for name, xs in samples.items()}}
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    a = ap.parse_args()
+    result = asyncio.run(main(a.n, a.warmup))
+    for name, r in result["rows"].items():
+        print(f"{name:>9}: median {r['median_us'] / 1000:6.2f} ms  mean {r['mean_us'] / 1000:6.2f} ms  "
+              f"p90 {r['p90_us'] / 1000:6.2f} ms", file=sys.stderr)
+    for name, r in result["added_over_off"].items():
+        print(f"{name:>9} adds: median {r['median_us'] / 1000:+.2f} ms, mean {r['mean_us'] / 1000:+.2f} ms",
+              file=sys.stderr)
+    print(json.dumps(result))
