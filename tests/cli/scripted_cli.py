@@ -38,7 +38,20 @@ def delegate(req: ModelRequest) -> ModelResponse:
     return ModelResponse("RESULTS: " + done[-1])
 
 
-SCRIPTS = {"write_two": write_two, "delegate": delegate}
+def sleeper(req: ModelRequest) -> ModelResponse:
+    """A root and a background child each start a long command named by the marker in the prompt."""
+    marker = req.messages[0].text.split()[-1]
+    command = f"touch {marker}-{req.agent.depth}.started; exec -a {marker} sleep 300"
+    if req.agent.depth == 0 and len(req.messages) == 1:
+        return ModelResponse("", [ToolCall("spawn_agent", {"agent_type": "general-purpose", "background": True,
+                                                           "prompt": f"sleep {marker}"}),
+                                  ToolCall("bash", {"command": command})])
+    if len(req.messages) == 1:
+        return ModelResponse("", [ToolCall("bash", {"command": command})])
+    return ModelResponse("woke up")
+
+
+SCRIPTS = {"write_two": write_two, "delegate": delegate, "sleeper": sleeper}
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[2:], model=FunctionModel(SCRIPTS[sys.argv[1]])))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -78,18 +79,48 @@ def run(ctx: click.Context, prompt: str, model_name: str | None, agent: str, cwd
 def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str = "general-purpose",
             limits: Limits | None = None, as_json: bool = False, tools: Sequence[Any] = (),
             allow: Sequence[str] = (), deny: Sequence[str] = ()) -> int:
-    """Run one prompt with progress output; return the exit code (0 ok, 1 failed or stopped)."""
+    """Run one prompt with progress output; return the exit code (0 ok, 1 failed or stopped).
+
+    SIGTERM and SIGHUP stop the run like Ctrl-C does: every agent is closed, every process group its
+    commands started is killed, and the exit status is 128 + the signal's number (143, 129).
+    """
     from ..exceptions import SubagentsError, UserError
+    from ..sandbox.shell import kill_all_process_groups
+
+    received: list[int] = []
+
+    async def main() -> RunResult:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, _stop, task, sig, received)
+        return await _run(model, prompt, workdir=workdir, settings=settings, agent=agent, limits=limits,
+                          as_json=as_json, tools=tools, allow=allow, deny=deny)
 
     try:
-        result = asyncio.run(_run(model, prompt, workdir=workdir, settings=settings, agent=agent,
-                                  limits=limits, as_json=as_json, tools=tools, allow=allow, deny=deny))
+        result = asyncio.run(main())
     except UserError:
         raise
     except SubagentsError as e:
         click.echo(f"error: {e}", err=True)
         return 1
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        kill_all_process_groups()
+        name = signal.Signals(received[0]).name
+        click.echo(f"Stopped by {name}: the agents were closed and their processes killed.", err=True)
+        return 128 + received[0]
+    finally:
+        kill_all_process_groups()  # nothing a command started outlives the run
     return _report(result, as_json)
+
+
+def _stop(task: asyncio.Task[Any], sig: int, received: list[int]) -> None:
+    if not received:
+        received.append(sig)
+        task.cancel()
 
 
 async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str,
