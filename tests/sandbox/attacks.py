@@ -39,6 +39,13 @@ STORE = "STORE-SECRET-2b9f"
 _MARKS = itertools.count(1)
 
 
+def setsid_sleep(mark: str) -> str:
+    """Shell: start ``sleep MARK`` in a session of its own, and wait until it leads it (else the
+    command's end could stop it before it leaves the group, and the test would prove nothing)."""
+    return (f"setsid sleep {mark} > /dev/null 2>&1 < /dev/null & "
+            f"for i in $(seq 200); do ps -eo sid,args | grep -q \"^ *$! sleep {mark}\" && break; sleep 0.01; done")
+
+
 def marker() -> str:
     """A unique ``sleep`` duration, to find a test's processes in ``/proc``."""
     return f"{4000 + next(_MARKS) + os.getpid() % 1000 / 1000:.3f}"

@@ -12,7 +12,7 @@ from subagents.sandbox import SandboxPolicy, Workspace
 from subagents.sandbox.bwrap import bwrap_argv, missing_protected
 from subagents.tools.base import ToolContext
 
-from .attacks import STORE, AttackSuite, eventually, exists, marked, marker, run
+from .attacks import STORE, AttackSuite, eventually, exists, marked, marker, run, setsid_sleep
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/pid"), reason="Linux only")
 
@@ -24,7 +24,7 @@ class TestBwrap(AttackSuite):
     async def test_a_process_that_leaves_the_group_still_ends(self, ctx: ToolContext) -> None:
         # setsid escapes a process group, not the PID namespace.
         mark = marker()
-        out = await run(ctx, f"setsid sleep {mark} > /dev/null 2>&1 < /dev/null & echo started")
+        out = await run(ctx, setsid_sleep(mark) + "; echo started")
         assert out.startswith("started")
         await eventually(lambda: not marked(mark))
 

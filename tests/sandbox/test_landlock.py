@@ -21,7 +21,7 @@ from subagents.sandbox import SandboxPolicy, Workspace, landlock, spawnthread
 from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
 
-from .attacks import AttackSuite, eventually, exists, marked, marker, read, run
+from .attacks import AttackSuite, eventually, exists, marked, marker, read, run, setsid_sleep
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock is Linux only")
 
@@ -65,7 +65,7 @@ class TestLandlock(AttackSuite):
         # The documented limit: without a PID namespace, setsid() takes a process out of the reach
         # of the group kill (its files and network stay confined: Landlock is inherited).
         mark = marker()
-        await run(ctx, f"setsid sleep {mark} > /dev/null 2>&1 < /dev/null & echo started")
+        await run(ctx, setsid_sleep(mark) + "; echo started")
         await eventually(lambda: bool(marked(mark)))
         for pid in marked(mark):
             os.kill(pid, signal.SIGKILL)

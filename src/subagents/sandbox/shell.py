@@ -35,18 +35,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ToolError
 from . import bwrap as _bwrap
-from . import landlock as _landlock
-from . import seatbelt as _seatbelt
-from . import spawnthread
 from .env import scrubbed_env
 from .policy import SandboxPolicy
 from .procs import group_alive, reap, signal_group
-from .seccomp import socket_filter
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .landlock import Ruleset
 
 __all__ = ["KILL_GRACE_S", "SHELL_HIDDEN", "SandboxUnavailable", "ShellSandbox", "kill_all_process_groups",
            "live_process_groups"]
@@ -129,7 +128,9 @@ def _probe_landlock() -> str:
     """``""`` when Landlock is available, else why not."""
     if not _PLATFORM.startswith("linux"):
         return "Landlock exists only on Linux"
-    if _landlock.abi_version() < 1:
+    from . import landlock
+
+    if landlock.abi_version() < 1:
         return "Landlock is not enabled in this kernel"
     return ""
 
@@ -138,6 +139,8 @@ def _probe_landlock() -> str:
 def _probe_seatbelt() -> str:
     """``""`` when ``sandbox-exec`` runs ``true`` under a profile shaped like the real ones, else why not."""
     import subprocess
+
+    from . import seatbelt as _seatbelt
 
     if _PLATFORM != "darwin" or not os.path.exists(_seatbelt.SANDBOX_EXEC):
         return "sandbox-exec (macOS Seatbelt) is not available"
@@ -234,41 +237,13 @@ class ShellSandbox:
             raise self.unavailable()
         env = scrubbed_env(self.policy.env_passthrough, extra=env_extra)
         state = _Spawned(pgid=0)
-        workdir = cwd or self.workspace.root
-        preexec = None
-        full = list(argv)
-        ruleset = None
+        kwargs: dict[str, Any] = {"cwd": cwd or self.workspace.root, "stdin": stdin, "stdout": stdout,
+                                  "stderr": stderr, "env": env, "start_new_session": True}
         try:
-            if backend == "bwrap":
-                binary, flags, _ = _probe_bwrap()
-                assert binary is not None
-                full = [*_bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
-                                           cwd=workdir, flags=flags, hidden=self._hidden()), *argv]
-                env["TMPDIR"] = "/tmp"  # private to the command
-                if writable:
-                    state.watch = _bwrap.missing_protected(self.workspace)
-            elif backend in ("landlock", "seatbelt"):
-                state.temp_dir = tempfile.mkdtemp(prefix="subagents-cmd-")
-                _TEMP_DIRS.add(state.temp_dir)
-                env["TMPDIR"] = state.temp_dir
-                if backend == "landlock":
-                    ruleset = self._landlock(Path(state.temp_dir), writable)
-                    if not spawnthread.available():
-                        preexec = ruleset.confiner(in_child=True)
-                else:
-                    full = [*_seatbelt.seatbelt_argv(self._seatbelt(Path(state.temp_dir), writable)), *argv]
-            kwargs: dict[str, Any] = {"cwd": workdir, "stdin": stdin, "stdout": stdout, "stderr": stderr, "env": env,
-                                      "start_new_session": True, "preexec_fn": preexec}
-            if ruleset is not None and preexec is None:
-                proc = await spawnthread.create_confined(ruleset.confiner(in_child=False), *full, **kwargs)
-            else:
-                proc = await asyncio.create_subprocess_exec(*full, **kwargs)
+            proc = await self._start(backend, list(argv), writable, state, kwargs)
         except BaseException:
             self._drop_temp(state)
             raise
-        finally:
-            if ruleset is not None:
-                ruleset.close()
         state.pgid = proc.pid
         _LIVE_GROUPS.add(proc.pid)
         self._spawned[proc] = state
@@ -277,20 +252,56 @@ class ShellSandbox:
         task.add_done_callback(self._watchers.discard)
         return proc
 
+    async def _start(self, backend: str, argv: list[str], writable: bool, state: _Spawned,
+                     kwargs: dict[str, Any]) -> asyncio.subprocess.Process:
+        """Start ``argv`` under ``backend``; what must be undone after is recorded in ``state``."""
+        env: dict[str, str] = kwargs["env"]
+        if backend == "off":
+            return await asyncio.create_subprocess_exec(*argv, **kwargs)
+        if backend == "bwrap":
+            binary, flags, _ = _probe_bwrap()
+            assert binary is not None
+            prefix = _bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
+                                       cwd=kwargs["cwd"], flags=flags, hidden=self._hidden())
+            env["TMPDIR"] = "/tmp"  # private to the command
+            if writable:
+                state.watch = _bwrap.missing_protected(self.workspace)
+            return await asyncio.create_subprocess_exec(*prefix, *argv, **kwargs)
+        state.temp_dir = tempfile.mkdtemp(prefix="subagents-cmd-")
+        _TEMP_DIRS.add(state.temp_dir)
+        env["TMPDIR"] = state.temp_dir
+        if backend == "seatbelt":
+            from . import seatbelt
+
+            profile = self._seatbelt(Path(state.temp_dir), writable)
+            return await asyncio.create_subprocess_exec(*seatbelt.seatbelt_argv(profile), *argv, **kwargs)
+        from . import spawnthread
+
+        ruleset = self._landlock(Path(state.temp_dir), writable)
+        try:
+            if spawnthread.available():
+                return await spawnthread.create_confined(ruleset.confiner(in_child=False), *argv, **kwargs)
+            return await asyncio.create_subprocess_exec(*argv, preexec_fn=ruleset.confiner(in_child=True), **kwargs)
+        finally:
+            ruleset.close()
+
     def _hidden(self) -> list[Path]:
         """The hidden paths (symlinks resolved, so the grant or mask lands on what they point to)."""
         home = str(self.workspace.home)
         paths = [*self.workspace.hidden, *(Path(home + p[1:]) for p in SHELL_HIDDEN)]
         return [Path(os.path.realpath(h)) if os.path.islink(h) else h for h in paths]
 
-    def _landlock(self, temp_dir: Path, writable: bool) -> _landlock.Ruleset:
+    def _landlock(self, temp_dir: Path, writable: bool) -> Ruleset:
+        from . import landlock
+        from .seccomp import socket_filter
+
         extra = []
         if self.policy.network:
             extra.append(Path(os.path.realpath("/etc/resolv.conf")))
         try:
-            rs = _landlock.build_ruleset(root=self.workspace.root, writable=writable,
-                                         readonly=self.workspace.shell_readonly, hidden=self._hidden(),
-                                         temp_dir=temp_dir, network=self.policy.network, extra_read=extra)
+            rs = landlock.build_ruleset(root=self.workspace.root, writable=writable,
+                                        readonly=self.workspace.shell_readonly, hidden=self._hidden(),
+                                        temp_dir=temp_dir, network=self.policy.network, extra_read=extra)
         except OSError as e:
             raise SandboxUnavailable(f"Commands cannot run: the Landlock sandbox could not be set up ({e}). "
                                      f"{_HOW_TO}") from e
@@ -299,9 +310,10 @@ class ShellSandbox:
         return rs
 
     def _seatbelt(self, temp_dir: Path, writable: bool) -> str:
-        return _seatbelt.seatbelt_profile(root=self.workspace.root, writable=writable,
-                                          readonly=self.workspace.shell_readonly, hidden=self._hidden(),
-                                          temp_dir=temp_dir, network=self.policy.network)
+        from .seatbelt import seatbelt_profile
+
+        return seatbelt_profile(root=self.workspace.root, writable=writable, readonly=self.workspace.shell_readonly,
+                                hidden=self._hidden(), temp_dir=temp_dir, network=self.policy.network)
 
     async def _watch(self, proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
