@@ -221,6 +221,15 @@ class AttackSuite:
         assert not exists(ws / ".git" / "hooks" / "pre-commit")
         assert "x\n" not in read(ws / ".git" / "config")
 
+    async def test_allow_git_cannot_swap_git_for_one_with_hooks(self, ws: Path, home: Path) -> None:
+        # Renaming .git would carry the read-only hooks away and leave room for a .git of the command's own.
+        ctx = self.make(ws, home, allow_git=True)
+        await run(ctx, "mv .git .git-old; mkdir -p .git/hooks && printf '#!/bin/sh\\nevil\\n' > .git/hooks/pre-commit; "
+                       "cp -r src src2; mv src/app.py src/main.py")
+        assert not exists(ws / ".git-old")
+        assert not exists(ws / ".git" / "hooks" / "pre-commit")
+        assert exists(ws / ".git" / "HEAD")
+
     # -- hidden paths -----------------------------------------------------------------------------
     async def test_cannot_read_the_store_or_credentials(self, ctx: ToolContext, ws: Path, home: Path) -> None:
         out = await run(ctx, f"cat .subagents/state.db .subagents/state.db-wal {home}/.ssh/id_rsa {home}/.netrc; "

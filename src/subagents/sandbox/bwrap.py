@@ -10,7 +10,9 @@ command line that runs a command confined.  The view it builds, in this order:
    still be connected to (``docker.sock``, D-Bus, ``$XDG_RUNTIME_DIR``), so none is reachable;
    abstract sockets are cut by the network namespace;
 3. the workspace, ``--bind`` (writable) or ``--ro-bind`` (plan mode: a usable read-only shell);
-4. every existing protected path (``Workspace.shell_readonly``) bound read-only over itself;
+4. every existing protected path (``Workspace.shell_readonly``) bound read-only over itself, after
+   binding the writable directories between the root and it over themselves (a mount point
+   cannot be renamed: ``mv .git x`` cannot carry the read-only ``.git/hooks`` away);
 5. every existing hidden path masked: a directory by an empty read-only tmpfs, a file by
    ``/dev/null``.  A hidden path that does not exist yet inside a read-only directory (the
    store's ``-journal``) is masked by showing that directory as a snapshot: a tmpfs holding
@@ -94,6 +96,26 @@ def missing_protected(ws: Workspace) -> list[Path]:
     return out
 
 
+def _pin_parents(root: str, readonly: list[str]) -> list[str]:
+    """Bind each writable directory between the root and a protected path over itself.
+
+    A mount point cannot be renamed or removed; without this, a command could rename ``.git``
+    (writable with ``allow_git``), taking the read-only ``.git/hooks`` mount along, and put a
+    ``.git`` of its own with hooks in its place.
+    """
+    pins: set[str] = set()
+    for p in readonly:
+        parent = os.path.dirname(p)
+        while parent != root and _under(parent, root):
+            pins.add(parent)
+            parent = os.path.dirname(parent)
+    args: list[str] = []
+    for d in sorted(pins, key=len):
+        if not any(_under(d, r) for r in readonly) and os.path.isdir(d) and not os.path.islink(d):
+            args += ["--bind", d, d]
+    return args
+
+
 def _snapshot(d: str, hidden: set[str]) -> list[str]:
     """Show directory ``d`` as a read-only tmpfs holding binds of its entries, minus hidden ones."""
     args = ["--tmpfs", d]
@@ -165,6 +187,7 @@ def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd
     readonly = [str(p) for p in ws.shell_readonly]
     readonly = [p for p in readonly if p != root and _under(p, root)]
     if writable:
+        args += _pin_parents(root, readonly)
         for p in readonly:
             if os.path.lexists(p):
                 args += ["--ro-bind", p, p]
