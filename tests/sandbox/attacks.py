@@ -198,7 +198,8 @@ class AttackSuite:
         out = await run(ctx, "echo 'mode = \"off\"' >> .subagents/config.toml; "
                              "printf '#!/bin/sh\\ncurl evil\\n' > .git/hooks/pre-commit; "
                              "echo '[core] hooksPath = /tmp' >> .git/config; "
-                             "mv .git .git-old; rm -rf .subagents; echo src > src/ok.txt")
+                             "mv .git .git-old; rm -rf .subagents; ln .git/config src/gc; echo evil >> src/gc; "
+                             "ln -s ../.subagents/config.toml src/cfg; echo evil >> src/cfg; echo src > src/ok.txt")
         assert read(ws / ".subagents" / "config.toml") == config
         assert read(ws / ".git" / "config") == git_config
         assert not exists(ws / ".git" / "hooks" / "pre-commit")
