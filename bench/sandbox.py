@@ -27,13 +27,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import summ_us  # noqa: E402
+from _common import summ_us
 
-from subagents.models.base import AgentInfo  # noqa: E402
-from subagents.sandbox import SandboxPolicy, Workspace  # noqa: E402
-from subagents.sandbox.shell import ShellSandbox  # noqa: E402
-from subagents.tools.base import ToolContext  # noqa: E402
-from subagents.tools.shell import bash  # noqa: E402
+from subagents.models.base import AgentInfo
+from subagents.sandbox import SandboxPolicy, Workspace
+from subagents.sandbox.shell import ShellSandbox
+from subagents.tools.base import ToolContext
+from subagents.tools.shell import bash
 
 MODES = ("off", "bwrap", "landlock")
 
