@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from procutil import all_dead
+from procutil import marked, marker, none_marked
 from subagents import Limits, Outcome, Status, Usage, tool
 from subagents.messages import Message, ToolResultBlock
 from subagents.models import AgentInfo, FunctionModel, ModelRequest, ModelResponse, ToolCall
@@ -152,20 +152,23 @@ async def test_limits_stop_with_partial_text(workdir: Path, limits: Limits, limi
 
 
 async def test_timeout_kills_a_hanging_bash_and_its_process_group(workdir: Path) -> None:
-    pidfile = workdir / "pids"
+    mark = marker()  # inside the sandbox $$ and $! are not host PIDs: find the processes by command line
 
     def fn(req: ModelRequest) -> ModelResponse:
         if len(req.messages) == 1:
-            cmd = f"sleep 300 & echo $! > {pidfile}; echo $$ >> {pidfile}; wait"
+            cmd = f"sleep {mark} & wait"
             return ModelResponse(text="starting", tool_calls=[ToolCall("bash", {"command": cmd, "timeout_s": 600})])
         return ModelResponse(text="unreachable")
 
     t0 = time.monotonic()
-    r = await make_core(fn, workdir, limits=Limits(timeout_s=0.5)).run("hang")
+    task = asyncio.create_task(make_core(fn, workdir, limits=Limits(timeout_s=1.0)).run("hang"))
+    while not marked(mark) and not task.done():  # noqa: ASYNC110 - polling the process table
+        await asyncio.sleep(0.01)
+    assert marked(mark)  # the command really ran
+    r = await task
     assert time.monotonic() - t0 < 5
     assert (r.outcome, r.limit, r.text, r.truncated) == (Outcome.TIMEOUT, "timeout_s", "starting", True)
-    pids = [int(p) for p in pidfile.read_text().split()]
-    assert all_dead(pids)
+    assert none_marked(mark)
 
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from procutil import all_dead
+from procutil import marked, marker, none_marked
 from subagents import Limits, Outcome, Runtime, SpawnError, Status, Usage
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.events import Event
@@ -324,7 +324,7 @@ async def test_send_input_arrives_mid_run(workdir: Path) -> None:
 
 
 async def test_close_cascades_to_grandchildren_and_kills_bash(workdir: Path) -> None:
-    pidfile = workdir / "pid"
+    mark = marker()  # inside the sandbox $$ is not a host PID: find the processes by command line
     ready = asyncio.Event()
 
     async def fn(req: ModelRequest) -> ModelResponse:
@@ -338,17 +338,17 @@ async def test_close_cascades_to_grandchildren_and_kills_bash(workdir: Path) -> 
         if len(req.messages) == 1:
             ready.set()
             return ModelResponse(text="leaf partial", tool_calls=[
-                ToolCall("bash", {"command": f"echo $$ > {pidfile}; sleep 300"})])
+                ToolCall("bash", {"command": f"sleep {mark}"})])
         return ModelResponse(text="never")
 
     async with runtime(workdir, fn, permission_mode="yolo") as rt:
         root = await rt.run("go")
         await ready.wait()
-        for _ in range(200):
-            if pidfile.exists() and pidfile.read_text().strip():
+        for _ in range(500):
+            if marked(mark):
                 break
             await asyncio.sleep(0.01)
-        pid = int(pidfile.read_text())
+        assert marked(mark)
         middle = next(a for a in rt.agents() if a.depth == 1)
         leaf = next(a for a in rt.agents() if a.depth == 2)
         r = await rt.close(middle.id)
@@ -358,7 +358,7 @@ async def test_close_cascades_to_grandchildren_and_kills_bash(workdir: Path) -> 
         assert rt.result(leaf.id).text == "leaf partial"
         assert rt.manager.running_slots == 0
         assert root.outcome is Outcome.OK
-    assert all_dead([pid])
+    assert none_marked(mark)
 
 
 
