@@ -250,6 +250,17 @@ class AttackSuite:
             assert value not in out
         assert "PATH-IS=/" in out
 
+    async def test_cannot_read_the_users_terminal(self, ctx: ToolContext) -> None:
+        # A terminal belongs to its user, so DAC alone would let a command read its keystrokes.
+        master, slave = os.openpty()
+        try:
+            os.write(master, b"typed-secret-3f9\n")
+            out = await run(ctx, f"timeout 2 head -c 16 {os.ttyname(slave)}; echo rc=$?", timeout_s=10)
+        finally:
+            os.close(master)
+            os.close(slave)
+        assert "typed-secret" not in out
+
     # -- network, sockets, signals ----------------------------------------------------------------
     async def test_no_tcp_egress_without_network(self, ctx: ToolContext, tcp_server: tuple[int, list[bytes]]) -> None:
         port, got = tcp_server

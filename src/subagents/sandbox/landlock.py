@@ -18,7 +18,8 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
 
 - read and execute on every file except the hidden paths: the grant is placed on the siblings
   along the way to each hidden path instead of on ``/``; ``/tmp`` and ``/run`` (other commands'
-  files, sockets, ``/run/secrets``) are not granted either; listing directories is allowed
+  files, sockets, ``/run/secrets``) are not granted either, nor ``/dev`` but for ``null``, ``zero``,
+  ``full``, ``random``, ``urandom`` (not the user's terminal); listing directories is allowed
   everywhere (a hidden directory's *names* can be listed, never its files read);
 - write in the workspace except the protected paths: the grant is placed on the workspace's
   top-level entries other than the protected ones, so **a command cannot create, delete or rename
@@ -71,9 +72,12 @@ READ = EXECUTE | READ_FILE
 WRITE = (WRITE_FILE | TRUNCATE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SOCK | MAKE_FIFO
          | MAKE_SYM | REFER)
 
-MASKED: tuple[str, ...] = ("/tmp", "/run", "/var/run")
-"""Never granted as a whole: shared temp files, sockets and secrets of other programs."""
+MASKED: tuple[str, ...] = ("/tmp", "/run", "/var/run", "/dev")
+"""Never granted as a whole: shared temp files, sockets and secrets of other programs, and devices
+(``/dev/pts/N`` is the user's terminal: readable by its owner, so a command could read keystrokes)."""
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+"""Devices commands may read and write (``/dev/tty`` fails anyway: a command has no terminal)."""
+_READ_DEVICES = ("/dev/random", "/dev/urandom")
 _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT = 1, 24, 38, 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _CAP_VERSION_3 = 0x20080522
@@ -251,9 +255,10 @@ def build_ruleset(*, root: Path, writable: bool, readonly: Sequence[Path], hidde
             for child in _children(ws):
                 _expand(child, WRITE, no_write, grants)
         grants["/"] = grants.get("/", 0) | READ_DIR
-        grants["/dev"] = grants.get("/dev", 0) | IOCTL_DEV
         for dev in _DEVICES:
-            grants[dev] = grants.get(dev, 0) | WRITE_FILE | TRUNCATE | READ_FILE
+            grants[dev] = grants.get(dev, 0) | WRITE_FILE | TRUNCATE | READ_FILE | IOCTL_DEV
+        for dev in _READ_DEVICES:
+            grants[dev] = grants.get(dev, 0) | READ_FILE | IOCTL_DEV
         tmp = str(temp_dir)
         grants[tmp] = grants.get(tmp, 0) | READ | READ_DIR | WRITE
         for path, access in grants.items():
