@@ -15,6 +15,17 @@ With no backend and a mode other than ``off``, :meth:`ShellSandbox.spawn` raises
 :class:`SandboxUnavailable` (a :class:`~subagents.exceptions.ToolError`: the model reads it) saying
 what failed and how to enable a backend or opt out.  Commands never run unconfined silently.
 
+What each backend lets a command do is in :mod:`.bwrap`, :mod:`.landlock` (with :mod:`.seccomp`) and
+:mod:`.seatbelt`.  In short: read the machine except hidden paths (credentials, the run store),
+write the workspace except protected paths (``.git``, ``.subagents``...; nothing in plan mode,
+``writable=False``) and a private temp dir (``TMPDIR``), no network unless ``[sandbox] network``.
+
+After a command (:meth:`ShellSandbox.finish`, called once the process is reaped): its temp dir is
+removed, and with bubblewrap every protected path that did not exist before the command and exists
+now is removed too (a path that does not exist cannot be bound read-only, so ``mkdir .claude``
+succeeds inside); ``finish`` returns a sentence per removal for the caller to pass on (the
+``bash`` tool appends them to its result).  With Landlock such paths cannot be created at all.
+
 Every spawned process leads its own process group, recorded in a module-level registry until it is
 reaped and its group is empty; :func:`kill_all_process_groups` (synchronous, safe in a signal
 handler or ``atexit``, registered with ``atexit`` here) kills every recorded group.
