@@ -77,6 +77,12 @@ class TestLandlock(AttackSuite):
         out = await run(ctx, "touch new.txt; echo rc=$?; echo more >> README.md; mkdir src/d && echo x > src/d/f; "
                              "mv src/app.py src/main.py; echo rc=$?")
         assert out.splitlines()[1] == "rc=1"
+        assert "[if a command was refused a new file or directory directly in the workspace root" not in out  # exit 0
+        out = await run(ctx, "touch new.txt")
+        assert out.splitlines()[-2] == (
+            "[if a command was refused a new file or directory directly in the workspace root: this sandbox (Landlock) "
+            "lets commands create, rename or delete entries only inside the root's existing directories; create a "
+            "top-level file with write_file instead]")
         assert not exists(ws / "new.txt")
         assert read(ws / "README.md") == "readme\nmore\n"
         assert read(ws / "src" / "d" / "f") == "x\n"

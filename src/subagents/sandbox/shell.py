@@ -224,6 +224,14 @@ class ShellSandbox:
         return ("WARNING: the shell sandbox is off ([sandbox] mode = \"off\"): agent commands run unconfined, "
                 "with your user's full access to files, network and processes, even in plan mode.")
 
+    def hint(self, output: str) -> str | None:
+        """A sentence for the model when ``output`` may show a refusal peculiar to this backend."""
+        if self.backend == "landlock" and "Permission denied" in output:
+            return ("if a command was refused a new file or directory directly in the workspace root: this "
+                    "sandbox (Landlock) lets commands create, rename or delete entries only inside the root's "
+                    "existing directories; create a top-level file with write_file instead")
+        return None
+
     def unavailable(self) -> SandboxUnavailable:
         """The error :meth:`spawn` raises when no backend works."""
         why = _choose(self.policy.mode)[1]

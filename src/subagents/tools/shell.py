@@ -171,7 +171,9 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
         else:
             pipe.close()
     text = out.text().rstrip("\n") or "(no output)"
-    return f"{text}{note}{_notes(sandbox.finish(proc))}\n{_exit_line(code)}"
+    notes = sandbox.finish(proc)
+    hint = sandbox.hint(text) if code != 0 or notes else None
+    return f"{text}{note}{_notes([*notes, hint] if hint else notes)}\n{_exit_line(code)}"
 
 
 def _notes(notes: list[str]) -> str:
