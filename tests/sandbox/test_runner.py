@@ -12,8 +12,7 @@ import pytest
 
 from subagents.messages import ToolUseBlock
 from subagents.models.base import AgentInfo
-from subagents.sandbox import SandboxPolicy, Workspace, landlock
-from subagents.sandbox import shell as shell_mod
+from subagents.sandbox import SandboxPolicy, Workspace, backends, landlock
 from subagents.sandbox.shell import SandboxUnavailable, ShellSandbox, live_process_groups
 from subagents.tools.base import ToolContext, ToolRegistry
 from subagents.tools.shell import bash
@@ -28,8 +27,8 @@ def read(path: str) -> str:
 
 @pytest.fixture
 def nothing_works(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shell_mod, "_choose", shell_mod._choose.__wrapped__)
-    monkeypatch.setattr(shell_mod, "_probe_bwrap", lambda: (None, (), "bubblewrap failed (setting up uid map: "
+    monkeypatch.setattr(backends, "choose", backends.choose.__wrapped__)
+    monkeypatch.setattr(backends, "probe_bwrap", lambda: (None, (), "bubblewrap failed (setting up uid map: "
                                                              "Permission denied)"))
     monkeypatch.setattr(landlock, "abi_version", lambda: 0)
 

