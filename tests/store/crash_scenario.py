@@ -98,7 +98,7 @@ def script(req: ModelRequest) -> ModelResponse:
 
 def runtime(store_path: Path) -> Runtime:
     return Runtime(model=FunctionModel(script), workdir=store_path.parent, store=f"sqlite:///{store_path}",
-                   tools=[nap], builtin_tools=False, max_threads=8)
+                   tools=[nap], builtin_tools=False, max_threads=8, permission_mode="yolo")
 
 
 async def _run(store_path: Path) -> None:

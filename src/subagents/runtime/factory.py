@@ -13,16 +13,44 @@ What was narrowed is returned as notes, so the spawn tool's result can tell the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..authority.permissions import MODE_PROMPTS, narrow_mode
 from ..definitions.model import AgentDefinition
-from ..exceptions import SpawnError
+from ..exceptions import ConfigError, SpawnError
+from ..models.base import Model
 from ..tools.base import Tool, ToolCategory, ToolRegistry
+from .limits import Limits
 from .prompts import build_system_prompt
 
-__all__ = ["AgentFactory", "Grant"]
+__all__ = ["AgentFactory", "Grant", "ManagerSettings"]
+
+
+class ManagerSettings:
+    """The knobs of a manager (filled from :class:`~subagents.config.Settings` by the Runtime)."""
+
+    __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "child_limits", "default_limits", "max_depth",
+                 "max_threads", "permission_mode", "result_max_chars")
+
+    def __init__(self, *, max_threads: int = 4, max_depth: int = 2, result_max_chars: int = 20_000,
+                 base_prompt: str = "", briefing: str = "", default_limits: Limits | None = None,
+                 bash_timeout_s: float = 120.0, permission_mode: str = "default",
+                 child_limits: Limits | None = None) -> None:
+        if max_threads < 1:
+            raise ConfigError(f"max_threads must be at least 1, got {max_threads}")
+        if max_depth < 0:
+            raise ConfigError(f"max_depth must be 0 or more, got {max_depth}")
+        self.max_threads = max_threads
+        self.max_depth = max_depth
+        self.result_max_chars = result_max_chars
+        self.base_prompt = base_prompt
+        self.briefing = briefing
+        self.default_limits = default_limits or Limits()  # a root's limits when none are given
+        self.child_limits = child_limits or Limits()  # a sub-agent's, before its definition's and the spawn's
+        self.bash_timeout_s = bash_timeout_s
+        self.permission_mode = permission_mode
+
 
 
 @dataclass(slots=True)
@@ -37,16 +65,45 @@ class Grant:
 class AgentFactory:
     """Computes fences (cached per type, depth class and parent fence) and layered system prompts."""
 
-    __slots__ = ("_prompts", "_registries", "max_depth", "runtime_mode", "spawn_tools", "tools", "workdir")
+    __slots__ = ("_models", "_prompts", "_registries", "_resolve", "max_depth", "model", "overrides", "runtime_mode",
+                 "spawn_tools", "tools", "workdir")
 
-    def __init__(self, tools: Sequence[Tool], *, max_depth: int, runtime_mode: str, workdir: str) -> None:
+    def __init__(self, tools: Sequence[Tool], *, max_depth: int, runtime_mode: str, workdir: str,
+                 model: Model | None = None, resolve_model: Callable[[str], Model] | None = None) -> None:
         self.tools = list(tools)
+        self.model = model  # the runtime's default model
+        self._resolve = resolve_model
+        self.overrides: dict[str, Model | str] = {}  # agent type -> model (``set_model_override``)
+        self._models: dict[str, Model] = {}
         self.max_depth = max_depth
         self.runtime_mode = runtime_mode
         self.workdir = workdir
         self.spawn_tools = frozenset(t.name for t in self.tools if t.category is ToolCategory.AGENT)
         self._registries: dict[tuple[str, bool, int], tuple[ToolRegistry, list[str], object]] = {}
         self._prompts: dict[tuple[object, ...], str] = {}
+
+    def model_for(self, d: AgentDefinition, parent_model: Model | None, override: Model | str | None) -> Model:
+        """The spawn argument > the runtime's override for the type > the definition's > the parent's > the default."""
+        choice: Model | str | None = override if override is not None else self.overrides.get(d.name)
+        if choice is None and d.model != "inherit":
+            choice = d.model
+        if choice is None:
+            model = parent_model or self.model
+            if model is None:
+                raise SpawnError("no model is configured; pass Runtime(model=...) or set [model] default")
+            return model
+        if not isinstance(choice, str):
+            return choice
+        m = self._models.get(choice)
+        if m is None:
+            if self._resolve is None:
+                raise SpawnError(f"agent type {d.name!r} names the model {choice!r}, and no resolver is configured")
+            try:
+                m = self._resolve(choice)
+            except ConfigError as e:
+                raise SpawnError(f"agent type {d.name!r}: {e}") from None
+            self._models[choice] = m
+        return m
 
     def authority(self, d: AgentDefinition, parent_mode: str | None, parent_registry: ToolRegistry | None,
                   depth: int) -> Grant:

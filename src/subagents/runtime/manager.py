@@ -19,15 +19,14 @@ Everything here runs on the event loop thread, so the check-and-reserve of step 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..authority.guard import Authority
 from ..definitions.loader import DefinitionSet
 from ..definitions.model import AgentDefinition
-from ..exceptions import ConfigError, DefinitionError, LimitExceeded, SpawnError
+from ..exceptions import DefinitionError, LimitExceeded, SpawnError
 from ..messages import Message
 from ..models.base import AgentInfo, Model
 from ..sandbox.workspace import Workspace
@@ -35,8 +34,9 @@ from ..sandbox.worktree import plan_worktree
 from ..store.base import AnnouncementRecord, Store
 from ..tools.base import Tool, ToolContext
 from . import isolation as worktrees
+from . import waiting
 from .events import EventBus
-from .factory import AgentFactory, Grant
+from .factory import AgentFactory, Grant, ManagerSettings
 from .ids import new_agent_id
 from .limits import Budget, Limits
 from .loop import AgentCore, Stopped
@@ -45,34 +45,11 @@ from .node import AgentNode
 from .prompts import announcement_text
 from .recording import Recording, stats
 from .result import RunResult
+from .slots import SlotPool
 from .status import Outcome, Status
+from .tree import AgentTree
 
 __all__ = ["AgentManager", "ManagerSettings"]
-
-
-class ManagerSettings:
-    """The knobs of a manager (filled from :class:`~subagents.config.Settings` by the Runtime)."""
-
-    __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "child_limits", "default_limits", "max_depth",
-                 "max_threads", "permission_mode", "result_max_chars")
-
-    def __init__(self, *, max_threads: int = 4, max_depth: int = 2, result_max_chars: int = 20_000,
-                 base_prompt: str = "", briefing: str = "", default_limits: Limits | None = None,
-                 bash_timeout_s: float = 120.0, permission_mode: str = "default",
-                 child_limits: Limits | None = None) -> None:
-        if max_threads < 1:
-            raise ConfigError(f"max_threads must be at least 1, got {max_threads}")
-        if max_depth < 0:
-            raise ConfigError(f"max_depth must be 0 or more, got {max_depth}")
-        self.max_threads = max_threads
-        self.max_depth = max_depth
-        self.result_max_chars = result_max_chars
-        self.base_prompt = base_prompt
-        self.briefing = briefing
-        self.default_limits = default_limits or Limits()  # a root's limits when none are given
-        self.child_limits = child_limits or Limits()  # a sub-agent's, before its definition's and the spawn's
-        self.bash_timeout_s = bash_timeout_s
-        self.permission_mode = permission_mode
 
 
 class AgentManager(Recording):
@@ -92,20 +69,18 @@ class AgentManager(Recording):
         self.defs = definitions
         self.tools = list(tools)
         self.model = model
-        self._resolve_model = resolve_model
         self.workspace = workspace
         self.store = store
         self.bus = bus
         self.cfg = settings
-        self.nodes: dict[str, AgentNode] = {}
-        self.running_slots = 0
-        self.overrides: dict[str, Model | str] = {}
         self.notepad: list[str] = []
         self.nicknames = NicknamePool()
-        self._models: dict[str, Model] = {}
+        self.tree = AgentTree(self.nicknames)
+        self.nodes = self.tree.nodes
+        self.slots = SlotPool(settings.max_threads, settings.max_depth, self.tree.slot_holders)
         self._todos: dict[str, list[dict[str, Any]]] = {}
-        self.factory = AgentFactory(self.tools, max_depth=settings.max_depth,
-                                    runtime_mode=settings.permission_mode, workdir=str(workspace.root))
+        self.factory = AgentFactory(self.tools, max_depth=settings.max_depth, runtime_mode=settings.permission_mode,
+                                    workdir=str(workspace.root), model=model, resolve_model=resolve_model)
         self.authority: Authority | None = None  # the runtime's permission rules, approver and hooks
         self.sandbox: Any = None  # the shell sandbox every agent's bash and hooks run in
         self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
@@ -113,48 +88,18 @@ class AgentManager(Recording):
         self.control = control_factory(self) if control_factory is not None else None
 
     # ------------------------------------------------------------------------------------------
-    # lookup
+    # lookup (see AgentTree)
     def find(self, ref: str) -> AgentNode | None:
         """An agent by id, nickname or unique id prefix (>= 4 characters)."""
-        n = self.nodes.get(ref)
-        if n is not None:
-            return n
-        by_nick = [x for x in self.nodes.values() if x.nickname == ref]
-        if by_nick:
-            return max(by_nick, key=lambda x: x.nickname in self.nicknames)
-        if len(ref) >= 4:
-            hits = [x for k, x in self.nodes.items() if k.startswith(ref)]
-            if len(hits) == 1:
-                return hits[0]
-        return None
+        return self.tree.find(ref)
 
     def status(self, ref: str) -> Status:
-        n = self.find(ref)
-        return Status.NOT_FOUND if n is None else n.status
+        return self.tree.status(ref)
 
-    def chain(self, agent_id: str) -> tuple[AgentInfo, ...]:
-        """The ancestors of an agent, root first (who asks, in an approval request)."""
-        out: list[AgentInfo] = []
-        node = self.nodes.get(agent_id)
-        while node is not None and node.parent_id is not None:
-            node = self.nodes.get(node.parent_id)
-            if node is not None:
-                out.append(node.info)
-        return tuple(reversed(out))
-
-    def hold_clock(self, agent_id: str, hold: bool) -> None:
-        """Stop (``hold``) or restart the clocks of an agent and its parents: time a person spends deciding an
-        approval does not count against their timeouts."""
-        node = self.nodes.get(agent_id)
-        while node is not None:
-            if hold:
-                node.core.hold_clock()
-            else:
-                node.core.release_clock()
-            node = self.nodes.get(node.parent_id) if node.parent_id else None
-
-    def live_slot_holders(self) -> list[AgentNode]:
-        return [n for n in self.nodes.values() if n.holds_slot]
+    @property
+    def running_slots(self) -> int:
+        """How many sub-agents hold a thread slot now."""
+        return self.slots.running
 
     # ------------------------------------------------------------------------------------------
     # the spawn pipeline
@@ -194,9 +139,9 @@ class AgentManager(Recording):
         grant = self.factory.authority(d, parent.mode if parent else None, parent.core.registry if parent else None,
                                        depth)
         # 3-4. model (spawn argument > runtime override > definition > parent's > runtime default)
-        mdl = self._model_for(d, parent, model)
+        mdl = self.factory.model_for(d, parent.core.model if parent else None, model)
         # 7. reserve the slot first: cheap refusals before any work
-        with self._reserve(depth, parent) as reservation:
+        with self.slots.reserve(depth, parent) as reservation:
             # 3. limits: definition, then per-spawn override, capped by what the parent has left
             wanted = (self.cfg.default_limits if parent is None else self.cfg.child_limits
                       ).merged(d.limits()).merged(limits)
@@ -227,50 +172,6 @@ class AgentManager(Recording):
         node.task = asyncio.get_running_loop().create_task(self._drive(node, None if history else prompt),
                                                            name=f"agent:{node.nickname}")
         return node
-
-    def _model_for(self, d: AgentDefinition, parent: AgentNode | None, override: Model | str | None) -> Model:
-        choice: Model | str | None = override if override is not None else self.overrides.get(d.name)
-        if choice is None and d.model != "inherit":
-            choice = d.model
-        if choice is None:
-            if parent is not None:
-                return parent.core.model
-            if self.model is None:
-                raise SpawnError("no model is configured; pass Runtime(model=...) or set [model] default")
-            return self.model
-        if not isinstance(choice, str):
-            return choice
-        m = self._models.get(choice)
-        if m is None:
-            try:
-                m = self._resolve_model(choice)
-            except ConfigError as e:
-                raise SpawnError(f"agent type {d.name!r}: {e}") from None
-            self._models[choice] = m
-        return m
-
-    @contextlib.contextmanager
-    def _reserve(self, depth: int, parent: AgentNode | None) -> Iterator[_Reservation]:
-        cfg = self.cfg
-        if depth > cfg.max_depth:
-            who = f"agent {parent.nickname!r} at depth {parent.depth}" if parent else "this agent"
-            raise SpawnError(
-                f"max_depth={cfg.max_depth} reached: {who} cannot spawn a sub-agent (it would be at depth {depth}); "
-                "do the work directly, or raise [agents] max_depth / Runtime(max_depth=...)")
-        r = _Reservation(self, held=depth > 0)
-        if r.held:
-            if self.running_slots >= cfg.max_threads:
-                holders = ", ".join(n.describe() for n in self.live_slot_holders()[:8])
-                raise SpawnError(
-                    f"max_threads={cfg.max_threads} reached: {self.running_slots} sub-agents are running "
-                    f"({holders}); wait for one to finish (wait) or close one (close_agent), "
-                    "or raise [agents] max_threads / Runtime(max_threads=...)")
-            self.running_slots += 1
-        try:
-            yield r
-        finally:
-            if r.held and not r.committed:
-                self.running_slots -= 1
 
     def _build(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
                prompt: str, description: str, label: str | None, background: bool | None, cleanup: str,
@@ -348,9 +249,7 @@ class AgentManager(Recording):
             return
         node.result = result
         node.status = result.status
-        if node.holds_slot:
-            node.holds_slot = False
-            self.running_slots -= 1
+        self.slots.release(node)
         if node.carved_from is not None:
             node.carved_from.release(node.limits, node.core.budget or Budget(node.limits))
             node.carved_from = None
@@ -396,7 +295,7 @@ class AgentManager(Recording):
     # ------------------------------------------------------------------------------------------
     # steering
     def send_input(self, ref: str, message: str, *, sender: str = "user") -> AgentNode:
-        node = self._require(ref)
+        node = self.tree.require(ref)
         if not message.strip():
             raise SpawnError("the message is empty; say what the agent should do")
         if node.status.is_final():
@@ -406,14 +305,14 @@ class AgentManager(Recording):
         return node
 
     def resume(self, ref: str, message: str, *, limits: Limits | None = None) -> AgentNode:
-        node = self._require(ref)
+        node = self.tree.require(ref)
         if not message.strip():
             raise SpawnError("the message is empty; say what the resumed agent should do")
         if not node.status.is_final():
             raise SpawnError(f"agent {node.nickname} ({node.id}) is still {node.status}; "
                              "use send_input to give it more instructions, or wait for it")
         parent = self.nodes.get(node.parent_id) if node.parent_id else None
-        with self._reserve(node.depth, parent) as reservation:
+        with self.slots.reserve(node.depth, parent) as reservation:
             wanted = node.limits if limits is None else node.limits.merged(limits)
             budget_from = parent.core.budget if parent is not None and parent.status is Status.RUNNING else None
             try:
@@ -443,18 +342,10 @@ class AgentManager(Recording):
         node.followups = []
         return "\n\n".join([*texts, message])
 
-    def take_followups(self, node: AgentNode) -> list[str]:
-        """Queued announcements of an idle agent, marked delivered (for a continuing root run)."""
-        texts = [a.text for a in node.followups]
-        for a in node.followups:
-            self._ack(node, a.id)
-        node.followups = []
-        return texts
-
     async def close(self, ref: str) -> RunResult:
         """Cancel an agent and all its descendants; their processes die with their tasks."""
-        node = self._require(ref)
-        victims = self._subtree(node)
+        node = self.tree.require(ref)
+        victims = self.tree.subtree(node)
         tasks = []
         for n in reversed(victims):  # deepest first
             if not n.status.is_final() and n.task is not None:
@@ -471,67 +362,14 @@ class AgentManager(Recording):
         assert node.result is not None
         return node.result
 
-    def _subtree(self, node: AgentNode) -> list[AgentNode]:
-        out, stack = [], [node]
-        while stack:
-            n = stack.pop()
-            out.append(n)
-            stack.extend(self.nodes[c] for c in n.children if c in self.nodes)
-        return out
-
     async def wait(self, refs: Sequence[str], timeout: float | None = None, *, any_: bool = False
                    ) -> tuple[dict[str, RunResult], list[str], bool]:
         """Wait for all (or, with ``any_``, the first) of ``refs``; ``(results, still_running, timed_out)``."""
-        nodes = [self._require(r) for r in refs]
-        pending = [n for n in nodes if not n.status.is_final()]
-        timed_out = False
-        if pending and not (any_ and len(pending) < len(nodes)):
-            loop = asyncio.get_running_loop()
-            fut: asyncio.Future[None] = loop.create_future()
-            left = [1 if any_ else len(pending)]
-
-            def on_done(_: AgentNode) -> None:
-                left[0] -= 1
-                if left[0] <= 0 and not fut.done():
-                    fut.set_result(None)
-
-            for n in pending:
-                n.waiters.append(on_done)
-            try:
-                if timeout is None:
-                    await fut
-                else:
-                    try:
-                        await asyncio.wait_for(fut, timeout)
-                    except TimeoutError:
-                        timed_out = True
-            finally:
-                for n in pending:
-                    with contextlib.suppress(ValueError):
-                        n.waiters.remove(on_done)
-        results = {n.id: n.result for n in nodes if n.result is not None and n.status.is_final()}
-        running = [n.id for n in nodes if not n.status.is_final()]
-        return results, running, timed_out
+        return await waiting.wait_all([self.tree.require(r) for r in refs], timeout, any_=any_)
 
     async def wait_one(self, node: AgentNode) -> RunResult:
         """Wait for one agent to end (the foreground path); cancelling the waiter closes the agent."""
-        if node.result is not None and node.status.is_final():
-            return node.result
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        def on_done(_: AgentNode) -> None:
-            if not fut.done():
-                fut.set_result(None)
-
-        node.waiters.append(on_done)
-        try:
-            await fut
-        except asyncio.CancelledError:
-            if not node.status.is_final():
-                await asyncio.shield(self.close(node.id))
-            raise
-        assert node.result is not None
-        return node.result
+        return await waiting.wait_one(node, self.close)
 
     async def shutdown(self) -> None:
         """Close every agent still running (runtime exit)."""
@@ -545,24 +383,6 @@ class AgentManager(Recording):
         if agent_type not in self.defs:
             raise DefinitionError(f"unknown agent type {agent_type!r}; known types: {', '.join(self.defs.names())}")
         if model is None:
-            self.overrides.pop(agent_type, None)
+            self.factory.overrides.pop(agent_type, None)
         else:
-            self.overrides[agent_type] = model
-
-    def _require(self, ref: str) -> AgentNode:
-        node = self.find(ref)
-        if node is None:
-            raise SpawnError(f"no agent with id or nickname {ref!r}; list_agents shows the agents of this tree")
-        return node
-
-
-class _Reservation:
-    __slots__ = ("committed", "held", "mgr")
-
-    def __init__(self, mgr: AgentManager, *, held: bool) -> None:
-        self.mgr = mgr
-        self.held = held
-        self.committed = False
-
-    def commit(self) -> None:
-        self.committed = True
+            self.factory.overrides[agent_type] = model

@@ -112,7 +112,7 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
     except DefinitionError as e:
         raise SpawnError(str(e)) from None
     parent = mgr.nodes.get(rec.parent_id) if rec.parent_id else None
-    mdl = mgr._model_for(d, parent, None)
+    mdl = mgr.factory.model_for(d, parent.core.model if parent else None, None)
     grant = mgr.factory.authority(d, parent.mode if parent else None, parent.core.registry if parent else None,
                                   rec.depth)
     if rec.permission_mode in MODES and mode_rank(rec.permission_mode) < mode_rank(grant.mode):
@@ -176,9 +176,7 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
     """Resume a re-created, unfinished agent from its transcript."""
     core = node.core
     mgr.nicknames.hold(node.nickname)
-    if node.depth > 0:
-        node.holds_slot = True
-        mgr.running_slots += 1
+    mgr.slots.take(node)
     prompt: str | None = None
     last = core.messages[-1] if core.messages else None
     if last is None:

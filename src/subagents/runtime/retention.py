@@ -47,7 +47,7 @@ class Retention:
         root = mgr.nodes.get(root_id)
         if root is None:
             return True
-        tree = mgr._subtree(root)
+        tree = mgr.tree.subtree(root)
         if any(not n.status.is_final() or n.followups or n.waiters or n.id in mgr._acks for n in tree):
             return False
         for n in tree:

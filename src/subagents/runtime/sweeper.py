@@ -90,7 +90,7 @@ class Sweeper:
         if m is None:
             return False
         node = m.nodes.get(rec.run_id)
-        return node is not None and any(not n.status.is_final() for n in m._subtree(node))
+        return node is not None and any(not n.status.is_final() for n in m.tree.subtree(node))
 
     def _carry_out(self, req: Request) -> str:
         m = self.manager

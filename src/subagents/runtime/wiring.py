@@ -61,7 +61,8 @@ def build_authority(s: Settings, *, approver: Approver | None, hooks: Any, mgr: 
         store.add_audit(run_id, kind, data, time.time())
 
     return Authority(permissions, broker, root=str(mgr.workspace.root), hooks=_hooks(s, hooks, mgr),
-                     emit=emit, audit=audit, chain=mgr.chain, hold_clock=mgr.hold_clock, interactive=interactive)
+                     emit=emit, audit=audit, chain=mgr.tree.chain, hold_clock=mgr.tree.hold_clock,
+                     interactive=interactive)
 
 
 def _hooks(s: Settings, python_hooks: Mapping[str, Sequence[Any]] | None, mgr: AgentManager) -> Any:
