@@ -1,0 +1,100 @@
+"""Walking a directory tree by descriptors, for ``list_dir``, ``glob`` and ``grep``.
+
+Directories are listed with ``os.scandir(fd)`` and entered with ``openat(dirfd, name, O_NOFOLLOW |
+O_DIRECTORY)``, so a directory swapped for a symlink is never followed and nothing is reached by a
+path that could have changed.  Symlinks are not entered either; the caller's ``follow`` says what one
+leads to (resolved beneath the workspace root), and entries it reports as outside or hidden are not
+listed at all.  At most one descriptor per level of depth is open at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Generator, Iterator
+
+__all__ = ["DIR", "FILE", "HIDDEN", "LOOP", "MISSING", "OTHER", "OUTSIDE", "walk"]
+
+DIR, FILE, OTHER = "dir", "file", "other"
+"""Kinds of entries: a directory, a regular file, anything else (FIFO, socket, device)."""
+LOOP, MISSING = "loop", "missing"
+"""Kinds only symlinks have: a symlink loop (too many levels), a dangling symlink."""
+OUTSIDE, HIDDEN = "outside", "hidden"
+"""What ``follow`` answers for symlinks that are never listed."""
+
+_CHILD = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+Listing = Generator[tuple[str, str], None, list[str]]
+
+
+def _listing(fd: int, sub: str, hidden: Callable[[str], bool], follow: Callable[[str], str],
+             skip: frozenset[str], links_out: bool) -> Listing:
+    """Yield ``(path, kind)`` for the entries of directory ``fd`` (sorted); return the subdirectories to enter."""
+    with os.scandir(fd) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    subdirs: list[str] = []
+    for e in entries:
+        path = sub + e.name
+        if hidden(path):
+            continue
+        try:
+            if e.is_dir(follow_symlinks=False):
+                if e.name in skip:
+                    continue
+                subdirs.append(e.name)
+                kind = DIR
+            elif e.is_symlink():
+                kind = follow(path)
+                if kind == HIDDEN or (kind == OUTSIDE and not links_out):
+                    continue
+            else:
+                kind = FILE if e.is_file(follow_symlinks=False) else OTHER
+        except OSError:  # gone meanwhile
+            continue
+        yield path, kind
+    return subdirs
+
+
+def walk(dirfd: int, *, hidden: Callable[[str], bool], follow: Callable[[str], str],
+         skip: frozenset[str] = frozenset(), recurse: bool = True, links_out: bool = False
+         ) -> Iterator[tuple[str, str]]:
+    """Every entry under the directory ``dirfd`` as ``(path from dirfd, kind)``, top-down, sorted per directory.
+
+    ``hidden(path)`` is true for entries that must neither be listed nor entered; ``follow(path)``
+    classifies a symlink (one of the kinds above).  Directories named in ``skip`` are left out, and
+    subdirectories that cannot be opened (no permission, swapped for something else) are not entered.
+    Symlinks that lead outside are left out unless ``links_out`` (then their kind is ``OUTSIDE``; what
+    they point to is never opened).  ``dirfd`` stays the caller's; a listing error at the top propagates.
+    """
+    top = os.dup(dirfd)
+    stack: list[tuple[int, str, Iterator[str]]] = []
+    try:
+        subdirs = yield from _listing(top, "", hidden, follow, skip, links_out)
+    except BaseException:
+        os.close(top)
+        raise
+    stack.append((top, "", iter(subdirs if recurse else ())))
+    try:
+        while stack:
+            fd, sub, rest = stack[-1]
+            name = next(rest, None)
+            if name is None:
+                os.close(fd)
+                stack.pop()
+                continue
+            try:
+                child = os.open(name, _CHILD, dir_fd=fd)
+            except OSError:
+                continue
+            path = sub + name + "/"
+            try:
+                subdirs = yield from _listing(child, path, hidden, follow, skip, links_out)
+            except OSError:
+                os.close(child)
+                continue
+            except BaseException:
+                os.close(child)
+                raise
+            stack.append((child, path, iter(subdirs)))
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
