@@ -18,22 +18,46 @@ paths through it, the shell sandbox turns its lists into read-only and hidden mo
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..exceptions import ToolError
+from . import access
 from .policy import CREDENTIAL_PATHS, DEFAULT_HIDDEN, DEFAULT_PROTECTED, SandboxPolicy
 
 __all__ = ["Workspace"]
 
 
-def _under(p: Path, roots: Iterable[Path]) -> Path | None:
-    """The first of ``roots`` that is ``p`` or one of its ancestors."""
-    for r in roots:
-        if p == r or r in p.parents:
+_PREFIXES: dict[int, tuple[tuple[Path, ...], frozenset[str], tuple[str, ...]]] = {}
+
+
+def _prefixes(roots: tuple[Path, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The roots as strings, and as directory prefixes (``/a/b/``), for :func:`_under`.
+
+    Cached per tuple object (a workspace's lists are tuples that are replaced, never changed).
+    """
+    hit = _PREFIXES.get(id(roots))
+    if hit is None or hit[0] is not roots:
+        names = [str(r) for r in roots]
+        if len(_PREFIXES) > 512:
+            _PREFIXES.clear()
+        hit = _PREFIXES[id(roots)] = (roots, frozenset(names), tuple(n if n.endswith("/") else n + "/" for n in names))
+    return hit[1], hit[2]
+
+
+def _under(p: Path | str, roots: tuple[Path, ...]) -> Path | None:
+    """The first of ``roots`` that is ``p`` or one of its ancestors (paths are absolute and normalized)."""
+    s = str(p)
+    exact, dirs = _prefixes(roots)
+    if s not in exact and not s.startswith(dirs):  # the common case: one C-level test for all of them
+        return None
+    for r, d in zip(roots, dirs, strict=True):
+        if s == str(r) or s.startswith(d):
             return r
-    return None
+    return None  # pragma: no cover - exact/dirs said one matches
 
 
 class Workspace:
@@ -42,16 +66,25 @@ class Workspace:
     Relative paths are taken from the root; absolute paths are accepted only when they lie inside
     it.  Symlinks are resolved (for a path that does not exist yet, through its nearest existing
     parent), so a link that points outside is refused too.
+
+    The file tools do not use :meth:`resolve` (a resolved path can change before it is opened): they
+    call :meth:`open_file`, :meth:`open_dir`, :meth:`lookup`, :meth:`walk` and :meth:`write_atomic`,
+    which resolve and open in one step beneath a descriptor of the root (opened on first use, closed
+    by :meth:`close`) and check what was actually opened (see :mod:`.access`).
     """
 
-    __slots__ = ("hidden", "home", "policy", "protected", "root", "shell_readonly")
+    __slots__ = ("_fd", "_lock", "_root_id", "hidden", "home", "policy", "protected", "root", "shell_readonly")
 
     def __init__(self, root: str | os.PathLike[str], policy: SandboxPolicy | None = None, *,
                  store_files: Iterable[str | os.PathLike[str]] = (), home: str | os.PathLike[str] | None = None
                  ) -> None:
+        self._fd: int | None = None
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"workspace root {self.root} is not a directory")
+        st = os.stat(self.root)
+        self._root_id = (st.st_dev, st.st_ino)
+        self._lock = threading.Lock()
         self.policy = policy or SandboxPolicy()
         self.home = Path(home if home is not None else os.path.expanduser("~")).resolve()
         unprotect = {self._absolute(p) for p in self.policy.unprotect}
@@ -89,15 +122,15 @@ class Workspace:
             self.hidden = tuple(dict.fromkeys((*self.hidden, *extra)))
 
     # -- questions --------------------------------------------------------------------------------
-    def is_protected(self, real: Path) -> bool:
+    def is_protected(self, real: Path | str) -> bool:
         """Whether ``real`` (an absolute, resolved path) is or lies under a protected path."""
         return _under(real, self.protected) is not None
 
-    def is_hidden(self, real: Path) -> bool:
+    def is_hidden(self, real: Path | str) -> bool:
         """Whether ``real`` is or lies under a hidden path (the store, credentials, ``deny_read``)."""
         return _under(real, self.hidden) is not None
 
-    def check_write(self, real: Path, raw: str) -> None:
+    def check_write(self, real: Path | str, raw: str) -> None:
         """Raise :class:`ToolError` if an agent may not write or delete ``real``."""
         hit = _under(real, self.protected)
         if hit is not None:
@@ -107,13 +140,63 @@ class Workspace:
                 "Write somewhere else in the workspace.")
         self.check_read(real, raw)
 
-    def check_read(self, real: Path, raw: str) -> None:
+    def check_read(self, real: Path | str, raw: str) -> None:
         """Raise :class:`ToolError` if an agent may not read ``real``."""
         hit = _under(real, self.hidden)
         if hit is not None:
             raise ToolError(
                 f"{raw!r} is hidden from agents ({self.relative(hit)} holds the run store or credentials, or "
                 "is listed in [sandbox] deny_read); it cannot be read or written by any tool.")
+
+    # -- race-free access (the file tools) --------------------------------------------------------
+    def anchor(self) -> int:
+        """The root's directory descriptor (opened on first use, kept until :meth:`close`)."""
+        fd = self._fd
+        if fd is None:
+            with self._lock:
+                if self._fd is None:
+                    self._fd = access.open_root(self.root, self._root_id)
+                fd = self._fd
+        return fd
+
+    def close(self) -> None:
+        """Close the root's descriptor (it is opened again if the workspace is used again)."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            with contextlib.suppress(Exception):  # nothing to do about it in a finalizer (e.g. at exit)
+                os.close(fd)
+
+    @property
+    def root_device(self) -> int:
+        """``st_dev`` of the root directory."""
+        return self._root_id[0]
+
+    def lookup(self, raw: str) -> access.Opened:
+        """Open what ``raw`` names (``O_PATH``), refusing paths that lead outside or to hidden files."""
+        return access.lookup(self, raw)
+
+    def open_file(self, raw: str) -> tuple[int, str, os.stat_result]:
+        """``(read-only descriptor, path for display, fstat)`` of the regular file ``raw`` names."""
+        return access.open_file(self, raw)
+
+    def open_dir(self, raw: str) -> tuple[int, str]:
+        """``(read-only descriptor, path for display)`` of the directory ``raw`` names."""
+        return access.open_dir(self, raw)
+
+    def write_atomic(self, raw: str, data: bytes, *, expect: tuple[int, int] | None = None) -> tuple[str, bool]:
+        """Replace or create the file ``raw`` with ``data`` atomically; ``(path for display, existed)``."""
+        return access.write_atomic(self, raw, data, expect=expect)
+
+    def walk(self, dirfd: int, display_path: str, *, skip: frozenset[str] = frozenset(),
+             recurse: bool = True, links_out: bool = False) -> Iterator[tuple[str, str]]:
+        """``(path, kind)`` for every entry under the open directory ``dirfd`` (see :func:`access.walk`)."""
+        return access.walk(self, dirfd, display_path, skip=skip, recurse=recurse, links_out=links_out)
 
     # -- paths ----------------------------------------------------------------------------------
     def resolve(self, path: str | os.PathLike[str]) -> Path:

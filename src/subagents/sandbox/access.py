@@ -1,0 +1,247 @@
+"""Race-free file access for a :class:`~subagents.sandbox.workspace.Workspace`: what the file tools call.
+
+Every function resolves and opens in one step beneath the root's descriptor (:mod:`.fs`) and then
+checks the object actually opened against the workspace's rules:
+
+- reading: the opened file's real path must not be hidden, and a file with more than one hard link
+  must not be one of the hidden files (compared by ``(st_dev, st_ino)``, so a hard link to the run
+  store is refused too); FIFOs, sockets and devices are refused before anything is opened for reading;
+- writing: the real path of the directory the file goes into, plus the name, must be neither
+  protected nor hidden (directories created on the way are checked before each ``mkdirat``); a file
+  with several hard links, or on another device than the root, is refused unless the policy allows
+  it; the write itself is atomic (:mod:`.atomic`).
+
+Refusals are :class:`~subagents.exceptions.ToolError` with a sentence for the model; "not found",
+"is a directory" and "not a directory" stay ``OSError`` so each tool can phrase them its own way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..exceptions import ToolError
+from . import fs, tree
+from .atomic import replace_file
+from .fs import EscapeError, Opened
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+__all__ = ["Opened", "kind_of", "lookup", "open_dir", "open_file", "open_root", "walk", "write_atomic"]
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symlink"))
+
+
+def kind_of(mode: int) -> str:
+    """'a directory', 'a FIFO (named pipe)', ... for an ``st_mode`` that is not a regular file's."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_root(root: Path, expect: tuple[int, int]) -> int:
+    """Open the workspace root (no symlink at its last component) and check it is still the same directory."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != expect:
+        os.close(fd)
+        raise ToolError(f"The workspace root {root} was replaced by another directory since the run started; "
+                        "no file tool can be used until the run is restarted.")
+    return fd
+
+
+def relpath(ws: Workspace, raw: str) -> str:
+    """``raw`` as a normalized path relative to the root ('' for the root), or the "outside" :class:`ToolError`.
+
+    This is lexical (plus ``realpath`` for absolute paths that are not literally under the root, such
+    as ``/proc/self/root/...``): it only decides which relative path to resolve beneath the root's
+    descriptor, never whether something may be opened.
+    """
+    if "\x00" in raw:
+        raise ToolError(f"path {raw!r} contains a NUL byte")
+    root = str(ws.root)
+    rel = fs.beneath(os.path.normpath(os.path.join(root, raw)), root)
+    if rel is None and os.path.isabs(raw):
+        with contextlib.suppress(OSError):  # realpath can fail while the tree changes: then it is outside
+            rel = fs.beneath(os.path.realpath(raw), root)
+    if rel is None:
+        raise outside(ws, raw)
+    return rel
+
+
+def outside(ws: Workspace, raw: str) -> ToolError:
+    """The error for a path that leads outside the workspace (with where it leads, when that is known)."""
+    try:  # where it leads, for the message only (the tree may be changing under our feet)
+        real: str | None = os.path.realpath(os.path.join(ws.root, raw))
+    except OSError:
+        real = None
+    if real is None or fs.beneath(real, str(ws.root)) is not None:  # a symlink on the way changed meanwhile
+        return ToolError(f"path {raw!r} leads outside the workspace {ws.root} through a symlink; "
+                         "use a path inside the workspace")
+    return ToolError(f"path {raw!r} resolves to {real}, outside the workspace {ws.root}; "
+                     "use a path inside the workspace")
+
+
+def display(ws: Workspace, real: str) -> str:
+    """A real path for display: relative to the root ('.' for the root itself)."""
+    rel = fs.beneath(real, str(ws.root))
+    return real if rel is None else (rel or ".")
+
+
+def check_inode(ws: Workspace, st: os.stat_result, raw: str) -> None:
+    """Refuse a file that is another name (a hard link) for one of the hidden files."""
+    if st.st_nlink < 2 or not stat.S_ISREG(st.st_mode):
+        return  # a single name: its path was checked already
+    for hidden in ws.hidden:
+        try:
+            h = os.stat(hidden)
+        except OSError:
+            continue
+        if (h.st_dev, h.st_ino) == (st.st_dev, st.st_ino):
+            raise ToolError(f"{raw!r} is a hard link to {ws.relative(hidden)}, which is hidden from agents (it "
+                            "holds the run store or credentials, or is listed in [sandbox] deny_read); it cannot "
+                            "be read or written by any tool.")
+
+
+def lookup(ws: Workspace, raw: str) -> Opened:
+    """Open what ``raw`` names beneath the root (``O_PATH``), refusing escapes and hidden objects."""
+    rel = relpath(ws, raw)
+    try:
+        o = fs.lookup(ws.anchor(), str(ws.root), rel)
+    except EscapeError:
+        raise outside(ws, raw) from None
+    except NotADirectoryError:  # a file where a directory was expected on the way: nothing by that name
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), raw) from None
+    try:
+        ws.check_read(o.real, raw)
+        check_inode(ws, o.st, raw)
+    except BaseException:
+        o.close()
+        raise
+    return o
+
+
+def _refuse_non_regular(st: os.stat_result, raw: str) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), raw)
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{raw!r} is {kind_of(st.st_mode)}, not a regular file, so it was not opened; the file "
+                        "tools read and write regular files only.")
+
+
+def open_file(ws: Workspace, raw: str) -> tuple[int, str, os.stat_result]:
+    """``(read-only descriptor, display path, fstat)`` of the regular file ``raw`` names.
+
+    Raises ``FileNotFoundError``, ``IsADirectoryError``, ``NotADirectoryError`` or :class:`ToolError`.
+    """
+    o = lookup(ws, raw)
+    try:
+        _refuse_non_regular(o.st, raw)
+        return fs.reopen_file(o), display(ws, o.real), o.st
+    finally:
+        o.close()
+
+
+def open_dir(ws: Workspace, raw: str) -> tuple[int, str]:
+    """``(read-only descriptor, display path)`` of the directory ``raw`` names (``NotADirectoryError`` if not one)."""
+    o = lookup(ws, raw)
+    try:
+        if not stat.S_ISDIR(o.st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), raw)
+        return fs.reopen_dir(o), display(ws, o.real)
+    finally:
+        o.close()
+
+
+def follower(ws: Workspace, prefix: str) -> Callable[[str], str]:
+    """For :func:`tree.walk`: what the symlink at ``prefix + path`` (relative to the root) leads to."""
+
+    def follow(path: str) -> str:
+        try:
+            o = fs.lookup(ws.anchor(), str(ws.root), prefix + path)
+        except EscapeError:
+            return tree.OUTSIDE
+        except (FileNotFoundError, NotADirectoryError):
+            return tree.MISSING
+        except OSError as e:
+            return tree.LOOP if e.errno == errno.ELOOP else tree.MISSING
+        try:
+            if ws.is_hidden(o.real):
+                return tree.HIDDEN
+            mode = o.st.st_mode
+            return tree.DIR if stat.S_ISDIR(mode) else tree.FILE if stat.S_ISREG(mode) else tree.OTHER
+        finally:
+            o.close()
+
+    return follow
+
+
+def walk(ws: Workspace, dirfd: int, display_path: str, *, skip: frozenset[str] = frozenset(),
+         recurse: bool = True, links_out: bool = False) -> Iterator[tuple[str, str]]:
+    """:func:`tree.walk` over the directory ``dirfd`` (shown as ``display_path``), without hidden entries."""
+    prefix = "" if display_path == "." else display_path + "/"
+    root = str(ws.root)
+    hidden = tuple(r for h in ws.hidden if (r := fs.beneath(str(h), root)))  # hidden paths inside the root
+    inner = tuple(h[len(prefix):] for h in hidden if h.startswith(prefix))
+
+    def is_hidden(path: str) -> bool:
+        return any(path == h or path.startswith(h + "/") for h in inner)
+
+    return tree.walk(dirfd, hidden=is_hidden, follow=follower(ws, prefix), skip=skip, recurse=recurse,
+                     links_out=links_out)
+
+
+def _make_dir_check(ws: Workspace, raw: str) -> Callable[[str], None]:
+    return lambda real: ws.check_write(real, raw)
+
+
+def _check_target(ws: Workspace, place: fs.Place, raw: str, expect: tuple[int, int] | None) -> None:
+    """The policy on the file being replaced and the directory it is in."""
+    st = place.st
+    if st is not None:
+        _refuse_non_regular(st, raw)
+        if expect is not None and (st.st_dev, st.st_ino) != expect:
+            raise ToolError(f"{raw!r} was replaced by another file while it was being edited, so the edit was "
+                            "not written; read it again and retry.")
+        if st.st_nlink > 1 and not ws.policy.allow_hardlinks:
+            raise ToolError(
+                f"{raw!r} has {st.st_nlink} hard links (other names for the same file, possibly outside the "
+                "workspace), so it was not written: the file tools do not change files that other paths share. "
+                "To allow it, set `allow_hardlinks = true` under [sandbox] in the config (the write then "
+                "replaces this name only; the other names keep the old content).")
+    devices = {os.fstat(place.dirfd).st_dev} | ({st.st_dev} if st is not None else set())
+    if devices != {ws.root_device} and not ws.policy.allow_other_devices:
+        raise ToolError(
+            f"{raw!r} is on another device than the workspace root (a mount inside the workspace), so it was "
+            "not written. To allow writes to other devices inside the workspace, set "
+            "`allow_other_devices = true` under [sandbox] in the config.")
+
+
+def write_atomic(ws: Workspace, raw: str, data: bytes, *, expect: tuple[int, int] | None = None
+                 ) -> tuple[str, bool]:
+    """Create or replace the regular file ``raw`` names with ``data``, atomically; ``(display path, existed)``.
+
+    Missing parent directories are created.  ``expect``: the ``(st_dev, st_ino)`` the file must still
+    have (``edit_file`` passes what it read).  Raises ``IsADirectoryError``, ``NotADirectoryError``,
+    other ``OSError`` (the old file is then untouched) or :class:`ToolError`.
+    """
+    rel = relpath(ws, raw)
+    ws.check_write(os.path.join(ws.root, rel), raw)  # early, lexical: refuse before creating any directory
+    try:
+        place = fs.locate(ws.anchor(), str(ws.root), rel, mkdir=_make_dir_check(ws, raw))
+    except EscapeError:
+        raise outside(ws, raw) from None
+    try:
+        if not place.name:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), raw)
+        ws.check_write(place.real, raw)
+        _check_target(ws, place, raw, expect)
+        replace_file(place.dirfd, place.name, data, place.st)
+        return display(ws, place.real), place.st is not None
+    finally:
+        os.close(place.dirfd)
