@@ -13,6 +13,8 @@ from subagents.tools import files
 from subagents.tools.base import FunctionTool, ToolCategory, ToolContext
 from subagents.tools.files import edit_file, glob, grep, list_dir, read_file, write_file
 
+pytestmark = pytest.mark.usefixtures("fs_mode")
+
 
 async def call(t: FunctionTool, ctx: ToolContext, **arguments: Any) -> str:
     return await t.call(arguments, ctx)

@@ -1,21 +1,27 @@
 """The file tools: ``read_file``, ``write_file``, ``edit_file``, ``list_dir``, ``glob`` and ``grep``.
 
-Every path a model passes goes through :meth:`Workspace.resolve`, so ``..``, absolute paths outside
-the root and symlinks that lead outside are refused before anything is opened.  The tools are plain
-sync functions: :class:`~subagents.tools.base.FunctionTool` runs them in a worker thread, so their
-blocking I/O never blocks the event loop.  Paths in results are relative to the workspace root.
+Every path a model passes is resolved and opened in one step beneath the workspace root's
+descriptor (:meth:`Workspace.open_file`, :meth:`~Workspace.open_dir`, :meth:`~Workspace.write_atomic`,
+:meth:`~Workspace.walk`): ``..``, absolute paths outside the root and symlinks that lead outside are
+refused, even when the tree changes meanwhile; hidden files are never read, protected paths never
+written, FIFOs and devices never opened, and every write is atomic (the old file stays whole if it
+fails).  The tools are plain sync functions: :class:`~subagents.tools.base.FunctionTool` runs them in
+a worker thread, so their blocking I/O never blocks the event loop.  Paths in results are relative
+to the workspace root.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 from ..exceptions import ToolError
+from ..sandbox import tree
+from ..sandbox.workspace import Workspace
 from .base import ToolCategory, ToolContext, tool
-from .paths import Workspace
+from .globbing import glob_regex
+from .textio import SNIFF_BYTES, encode_text, open_text, os_error, write_bytes
 
 __all__ = ["edit_file", "glob", "grep", "list_dir", "read_file", "write_file"]
 
@@ -31,7 +37,6 @@ GREP_LIMIT = 500
 GREP_LINE_CHARS = 500
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 """Version-control directories that ``glob`` and ``grep`` never descend into."""
-_SNIFF_BYTES = 8192
 
 # ``tool(...)`` is typed ``Any``; name the decorators' real type so the tools stay typed.
 _read_tool = tool(category=ToolCategory.READ)
@@ -39,29 +44,6 @@ _edit_tool = tool(category=ToolCategory.EDIT)
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def _is_binary(p: Path) -> bool:
-    """A file whose first 8 KiB contain a NUL byte is treated as binary."""
-    with p.open("rb") as f:
-        return b"\x00" in f.read(_SNIFF_BYTES)
-
-
-def _existing_file(ws: Workspace, path: str) -> Path:
-    """Resolve ``path`` and require a readable text file, with a sentence for the model otherwise."""
-    p = ws.resolve(path)
-    if p.is_dir():
-        raise ToolError(f"{path!r} is a directory, not a file; use list_dir to see what it contains.")
-    if not p.exists():
-        raise ToolError(f"File {path!r} does not exist; check the path (list_dir or glob can find it).")
-    if not p.is_file():
-        raise ToolError(f"{path!r} is not a regular file, so it cannot be read as text.")
-    if _is_binary(p):
-        raise ToolError(
-            f"{path!r} looks like a binary file (it contains NUL bytes), so it was not read; the file tools "
-            "handle text only (use bash, e.g. `file` or `xxd | head`, to inspect it)."
-        )
-    return p
 
 
 def _count_lines(text: str) -> int:
@@ -73,75 +55,15 @@ def _number(lines: list[str], first: int) -> str:
     return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first))
 
 
-def _expand_braces(pattern: str) -> list[str]:
-    """``*.{py,md}`` -> ``['*.py', '*.md']`` (one level, repeated left to right)."""
-    m = re.search(r"\{([^{}]*,[^{}]*)\}", pattern)
-    if m is None:
-        return [pattern]
-    head, tail = pattern[: m.start()], pattern[m.end() :]
-    return [e for alt in m.group(1).split(",") for e in _expand_braces(head + alt + tail)]
-
-
-def _translate(pattern: str) -> str:
-    """One glob (no braces) as a regex over ``/``-separated paths: ``**`` spans directories."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        c = pattern[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (j := pattern.find("]", i + 2)) != -1:
-            body = pattern[i + 1 : j]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{_translate(p)})" for p in _expand_braces(pattern)) + r"\Z")
-
-
-def _inside(ws: Workspace, p: Path) -> bool:
-    """False for a symlink that leads outside the workspace (other entries are inside by construction)."""
-    if not p.is_symlink():
-        return True
-    try:
-        ws.resolve(p)
-    except ToolError:
-        return False
-    return True
-
-
-def _walk(base: Path, *, skip: frozenset[str] = SKIP_DIRS) -> Iterator[tuple[Path, bool]]:
-    """Every entry under ``base`` as ``(path, is_dir)``, sorted, not following directory symlinks."""
-    for root, dirs, files in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if d not in skip)
-        top = Path(root)
-        for d in dirs:
-            yield top / d, True
-        for f in sorted(files):
-            yield top / f, False
-
-
 def _capped(lines: list[str], limit: int, what: str, hint: str) -> str:
     if len(lines) <= limit:
         return "\n".join(lines)
     more = len(lines) - limit
     return "\n".join(lines[:limit]) + f"\n[... {more:,} more {what} not shown; {hint} ...]"
+
+
+def _join(rel: str, path: str) -> str:
+    return path if rel == "." else f"{rel}/{path}"
 
 
 # --- tools --------------------------------------------------------------------------------------
@@ -163,12 +85,12 @@ def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = READ_LI
         raise ToolError(f"offset must be 1 or more (the first line is line 1), got {offset}.")
     if limit < 1:
         raise ToolError(f"limit must be 1 or more, got {limit}.")
-    p = _existing_file(ctx.workspace, path)
+    raw_file, rel, _ = open_text(ctx.workspace, path)
     shown: list[str] = []
     size = 0
     total = 0
     stopped_at: int | None = None  # first line not shown because of the size budget
-    with p.open(encoding="utf-8", errors="replace") as f:
+    with io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace") as f:
         for total, raw in enumerate(f, 1):
             if total < offset or total >= offset + limit or stopped_at is not None:
                 continue
@@ -180,7 +102,6 @@ def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = READ_LI
                 stopped_at = total
                 continue
             shown.append(line)
-    rel = ctx.workspace.relative(p)
     if total == 0:
         return f"{rel} is empty (0 lines)."
     if offset > total:
@@ -206,18 +127,10 @@ def write_file(ctx: ToolContext, path: str, content: str) -> str:
         path: the file, relative to the workspace root (or absolute inside it).
         content: the complete new content of the file.
     """
-    p = ctx.workspace.resolve(path)
-    if p.is_dir():
-        raise ToolError(f"{path!r} is a directory; pass the path of a file to write.")
-    existed = p.exists()
-    data = content.encode("utf-8")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
-    except OSError as e:
-        raise ToolError(f"Could not write {path!r}: {e.strerror or e}. Check that the path is a writable file.") from e
+    data = encode_text(content, "content", path)
+    rel, existed = write_bytes(ctx.workspace, path, data)
     verb = "Overwrote" if existed else "Created"
-    return f"{verb} {ctx.workspace.relative(p)}: wrote {len(data):,} bytes ({_count_lines(content):,} lines)."
+    return f"{verb} {rel}: wrote {len(data):,} bytes ({_count_lines(content):,} lines)."
 
 
 @_edit_tool
@@ -237,10 +150,10 @@ def edit_file(ctx: ToolContext, path: str, old_string: str, new_string: str, rep
         raise ToolError("old_string is empty; pass the exact text to replace (use write_file to create a file).")
     if old_string == new_string:
         raise ToolError("old_string and new_string are the same, so there is nothing to change.")
-    p = _existing_file(ctx.workspace, path)
-    with p.open(encoding="utf-8", errors="surrogateescape", newline="") as f:
-        text = f.read()
-    rel = ctx.workspace.relative(p)
+    encode_text(new_string, "new_string", path)
+    f, rel, st = open_text(ctx.workspace, path)
+    with f:
+        text = f.read().decode("utf-8", "surrogateescape")  # bytes that are not UTF-8 survive the round trip
     count = text.count(old_string)
     if count == 0 and "\r\n" in text and "\n" in old_string and "\r\n" not in old_string:
         old_string, new_string = old_string.replace("\n", "\r\n"), new_string.replace("\n", "\r\n")
@@ -257,8 +170,7 @@ def edit_file(ctx: ToolContext, path: str, old_string: str, new_string: str, rep
         )
     start = text.index(old_string)
     new_text = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
-    with p.open("w", encoding="utf-8", errors="surrogateescape", newline="") as f:
-        f.write(new_text)
+    write_bytes(ctx.workspace, path, new_text.encode("utf-8", "surrogateescape"), expect=(st.st_dev, st.st_ino))
     first = text.count("\n", 0, start) + 1
     lines = new_text.splitlines()
     if not lines:
@@ -275,15 +187,24 @@ def list_dir(ctx: ToolContext, path: str = ".") -> str:
     Args:
         path: the directory, relative to the workspace root (or absolute inside it).
     """
-    p = ctx.workspace.resolve(path)
-    if not p.exists():
-        raise ToolError(f"Directory {path!r} does not exist; check the path (list the parent directory).")
-    if not p.is_dir():
-        raise ToolError(f"{path!r} is a file, not a directory; use read_file to read it.")
-    with os.scandir(p) as it:
-        entries = sorted(e.name + "/" if e.is_dir() else e.name for e in it)
+    ws = ctx.workspace
+    try:
+        fd, rel = ws.open_dir(path)
+    except FileNotFoundError:
+        raise ToolError(f"Directory {path!r} does not exist; check the path (list the parent directory).") from None
+    except NotADirectoryError:
+        raise ToolError(f"{path!r} is a file, not a directory; use read_file to read it.") from None
+    except OSError as e:
+        raise os_error(path, e, "list") from e
+    try:
+        found = ws.walk(fd, rel, recurse=False, links_out=True)  # links out are listed by name, never opened
+        entries = sorted(name + "/" if kind == tree.DIR else name for name, kind in found)
+    except OSError as e:
+        raise os_error(path, e, "list") from e
+    finally:
+        os.close(fd)
     if not entries:
-        return f"{ctx.workspace.relative(p)} is empty."
+        return f"{rel} is empty."
     return _capped(entries, LIST_LIMIT, "entries", "use glob with a pattern to narrow the listing")
 
 
@@ -305,56 +226,92 @@ def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         raise ToolError(f"pattern {pattern!r} is absolute; pass the directory as path and a relative pattern.")
     if ".." in pattern.split("/"):
         raise ToolError(f"pattern {pattern!r} contains '..'; pass the directory to search as path instead.")
-    base = ctx.workspace.resolve(path)
-    if not base.is_dir():
-        raise ToolError(f"path {path!r} is not a directory; pass the directory to search from.")
+    ws = ctx.workspace
+    try:
+        fd, base = ws.open_dir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"path {path!r} is not a directory; pass the directory to search from.") from None
+    except OSError as e:
+        raise os_error(path, e, "search") from e
     # Walk from the longest literal prefix of the pattern ("src/pkg/**/*.py" walks src/pkg only).
     parts = pattern.split("/")
     literal: list[str] = []
     while len(parts) > 1 and not re.search(r"[*?\[{]", parts[0]):
         literal.append(parts.pop(0))
-    start = base.joinpath(*literal)
-    if not start.is_dir():
-        return f"No paths match {pattern!r} in {ctx.workspace.relative(base)}."
-    ctx.workspace.resolve(start)  # the literal prefix may pass through a symlink that leads outside
-    rx = _glob_regex("/".join(parts))
-    matches: list[str] = []
-    for p, is_dir in _walk(start):
-        if rx.match(p.relative_to(start).as_posix()) and _inside(ctx.workspace, p):
-            matches.append(p.relative_to(ctx.workspace.root).as_posix() + ("/" if is_dir else ""))
+    start = base
+    if literal:
+        os.close(fd)
+        try:  # the literal prefix may pass through a symlink that leads outside: that is refused
+            fd, start = ws.open_dir(os.path.join(ws.root, "" if base == "." else base, *literal))
+        except (FileNotFoundError, NotADirectoryError):
+            return f"No paths match {pattern!r} in {base}."
+    try:
+        matches, loops = _glob_walk(ws, fd, start, glob_regex("/".join(parts)))
+    except OSError as e:
+        raise os_error(path, e, "search") from e
+    note = f"\n[skipped {len(loops)} symlink loop(s), links that never reach a file: {', '.join(loops[:10])}]"
+    note = note if loops else ""
     if not matches:
-        return f"No paths match {pattern!r} in {ctx.workspace.relative(base)}."
-    matches.sort()
-    return _capped(matches, GLOB_LIMIT, "matches", "narrow the pattern or the path")
+        return f"No paths match {pattern!r} in {base}." + note
+    return _capped(matches, GLOB_LIMIT, "matches", "narrow the pattern or the path") + note
 
 
-def _grep_files(base: Path, glob: str | None) -> Iterator[Path]:
-    """The files ``grep`` searches: ``base`` if it is a file, else the files under it matching ``glob``, sorted."""
-    if base.is_file():
-        yield base
-        return
-    file_rx = _glob_regex(glob) if glob else None
+def _glob_walk(ws: Workspace, fd: int, start: str, rx: re.Pattern[str]) -> tuple[list[str], list[str]]:
+    """``(matches, matching symlink loops)`` under the directory ``fd`` (shown as ``start``), sorted; closes ``fd``."""
+    matches: list[str] = []
+    loops: list[str] = []
+    try:
+        for p, kind in ws.walk(fd, start, skip=SKIP_DIRS):
+            if rx.match(p):
+                (loops if kind == tree.LOOP else matches).append(_join(start, p) + ("/" if kind == tree.DIR else ""))
+    finally:
+        os.close(fd)
+    return sorted(matches), sorted(loops)
+
+
+def _grep_files(ws: Workspace, fd: int, base: str, glob: str | None) -> list[str]:
+    """The regular files under the open directory ``fd`` (shown as ``base``) matching ``glob``, sorted."""
+    file_rx = glob_regex(glob) if glob else None
     by_name = glob is not None and "/" not in glob
-    found: list[tuple[str, Path]] = []
-    for p, is_dir in _walk(base):
-        rel = p.relative_to(base).as_posix()
-        if not is_dir and (file_rx is None or file_rx.match(p.name if by_name else rel)):
-            found.append((rel, p))
+    found: list[str] = []
+    for rel, kind in ws.walk(fd, base, skip=SKIP_DIRS):
+        if kind == tree.FILE and (file_rx is None or file_rx.match(rel.rpartition("/")[2] if by_name else rel)):
+            found.append(rel)
     found.sort()  # by path, like glob's output
-    yield from (p for _, p in found)
+    return [_join(base, rel) for rel in found]
 
 
-def _grep_file(p: Path, rx: re.Pattern[str], rel: str, hits: list[str]) -> None:
-    """Append ``rel:line: text`` for each matching line of ``p``, stopping once past the cap."""
-    with p.open(encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if rx.search(line):
-                text = line.rstrip("\r\n")
-                if len(text) > GREP_LINE_CHARS:
-                    text = text[:GREP_LINE_CHARS] + " [...]"
-                hits.append(f"{rel}:{n}: {text}")
-                if len(hits) > GREP_LIMIT:
-                    return
+def _grep_fd(fd: int, rel: str, rx: re.Pattern[str], hits: list[str]) -> bool:
+    """Append ``rel:line: text`` for each matching line of the open file ``fd`` (stopping once past the
+    cap); False for a binary file, which is not searched.  Closes ``fd``."""
+    with open(fd, "rb") as raw:
+        if b"\x00" in raw.read(SNIFF_BYTES):
+            return False
+        raw.seek(0)
+        with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as text:
+            for n, line in enumerate(text, 1):
+                if rx.search(line):
+                    line = line.rstrip("\r\n")
+                    if len(line) > GREP_LINE_CHARS:
+                        line = line[:GREP_LINE_CHARS] + " [...]"
+                    hits.append(f"{rel}:{n}: {line}")
+                    if len(hits) > GREP_LIMIT:
+                        break
+    return True
+
+
+def _grep_tree(ws: Workspace, fd: int, base: str, glob: str | None, rx: re.Pattern[str], hits: list[str]) -> int:
+    """Search the files under the open directory ``fd``; how many were searched."""
+    searched = 0
+    for rel in _grep_files(ws, fd, base, glob):
+        if len(hits) > GREP_LIMIT:
+            break
+        try:
+            file_fd, _, _ = ws.open_file(rel)  # resolved again beneath the root: never through a changed path
+        except (OSError, ToolError):  # gone meanwhile, or refused (hidden, not a regular file): not searched
+            continue
+        searched += _grep_fd(file_fd, rel, rx, hits)
+    return searched
 
 
 @_read_tool
@@ -375,19 +332,29 @@ def grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = Non
         raise ToolError(
             f"pattern {pattern!r} is not a valid Python regular expression: {e}. Fix the pattern and call grep again."
         ) from e
-    base = ctx.workspace.resolve(path)
-    if not base.exists():
-        raise ToolError(f"path {path!r} does not exist; pass an existing file or directory to search.")
+    ws = ctx.workspace
     hits: list[str] = []
-    searched = 0
-    for p in _grep_files(base, glob):
-        if len(hits) > GREP_LIMIT:
-            break
-        if not p.is_file() or not _inside(ctx.workspace, p) or _is_binary(p):
-            continue
-        searched += 1
-        _grep_file(p, rx, p.relative_to(ctx.workspace.root).as_posix(), hits)
-    where = ctx.workspace.relative(base) + (f" (files matching {glob!r})" if glob and not base.is_file() else "")
+    try:
+        fd, base = ws.open_dir(path)
+    except FileNotFoundError:
+        raise ToolError(f"path {path!r} does not exist; pass an existing file or directory to search.") from None
+    except NotADirectoryError:  # a single file
+        try:
+            file_fd, base, _ = ws.open_file(path)
+        except FileNotFoundError:
+            raise ToolError(f"path {path!r} does not exist; pass an existing file or directory to search.") from None
+        except OSError as e:
+            raise os_error(path, e, "search") from e
+        searched = int(_grep_fd(file_fd, base, rx, hits))
+        where = base
+    except OSError as e:
+        raise os_error(path, e, "search") from e
+    else:
+        try:
+            searched = _grep_tree(ws, fd, base, glob, rx, hits)
+        finally:
+            os.close(fd)
+        where = base + (f" (files matching {glob!r})" if glob else "")
     if not hits:
         return f"No matches for {pattern!r} in {where}; {searched} files searched."
     if len(hits) > GREP_LIMIT:
