@@ -265,6 +265,26 @@ async def test_deny_read_and_a_custom_store(ws_root: Path) -> None:
     ws.close()
 
 
+async def test_hard_links_into_hidden_directories_cannot_be_read(ws_root: Path) -> None:
+    home = Path(os.environ["HOME"])  # a temporary $HOME (tests/conftest.py)
+    (home / ".ssh").mkdir(exist_ok=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+    (ws_root / "private").mkdir()
+    (ws_root / "private" / "deep").mkdir()
+    (ws_root / "private" / "deep" / "token").write_text("TOKEN\n")
+    os.link(home / ".ssh" / "id_rsa", ws_root / "key.txt")
+    os.link(ws_root / "private" / "deep" / "token", ws_root / "token.txt")
+    ws = Workspace(ws_root, SandboxPolicy(deny_read=("private",)))
+    c = ToolContext(agent=AgentInfo("a", "a", "general-purpose"), workspace=ws)
+    assert await error(read_file, c, path="key.txt") == (
+        f"'key.txt' is a hard link to {home / '.ssh' / 'id_rsa'}, which is hidden from agents (it holds the run "
+        "store or credentials, or is listed in [sandbox] deny_read); it cannot be read or written by any tool.")
+    assert (await error(read_file, c, path="token.txt")).startswith(
+        "'token.txt' is a hard link to private/deep/token, which is hidden from agents")
+    assert await call(grep, c, pattern="KEY|TOKEN") == "No matches for 'KEY|TOKEN' in .; 0 files searched."
+    ws.close()
+
+
 # --- hard links and devices ---------------------------------------------------------------------
 
 

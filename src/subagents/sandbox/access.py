@@ -21,6 +21,7 @@ import contextlib
 import errno
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,19 +94,67 @@ def display(ws: Workspace, real: str) -> str:
     return real if rel is None else (rel or ".")
 
 
+INODE_CACHE_S = 2.0
+"""How long the inodes of the files inside hidden directories are reused before they are listed again."""
+INODE_LIMIT = 20_000
+"""Files listed inside hidden directories at most; beyond that, multiply-linked files are refused unread."""
+
+_inode_cache: dict[int, tuple[tuple[Path, ...], float, dict[tuple[int, int], str], bool]] = {}
+
+
+def _inodes_in_hidden_dirs(hidden: tuple[Path, ...]) -> tuple[dict[tuple[int, int], str], bool]:
+    """``({(st_dev, st_ino): path}, complete)`` of the regular files inside the hidden directories.
+
+    Listed again after :data:`INODE_CACHE_S`: the agent cannot create files there (the file tools
+    refuse, the shell sandbox hides them), and a new hard link to an old file has the old inode.
+    """
+    now = time.monotonic()
+    hit = _inode_cache.get(id(hidden))
+    if hit is not None and hit[0] is hidden and now - hit[1] < INODE_CACHE_S:
+        return hit[2], hit[3]
+    found: dict[tuple[int, int], str] = {}
+    complete = True
+    for top in hidden:
+        for here, _, names in os.walk(top):  # does not follow symlinks to directories below top
+            for name in names:
+                path = os.path.join(here, name)
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if stat.S_ISREG(st.st_mode):
+                        found[(st.st_dev, st.st_ino)] = path
+            if len(found) > INODE_LIMIT:
+                complete = False
+                break
+    if len(_inode_cache) > 64:
+        _inode_cache.clear()
+    _inode_cache[id(hidden)] = (hidden, now, found, complete)
+    return found, complete
+
+
+def _hard_link_refusal(ws: Workspace, raw: str, to: str | Path) -> ToolError:
+    return ToolError(f"{raw!r} is a hard link to {ws.relative(Path(to))}, which is hidden from agents (it holds the "
+                     "run store or credentials, or is listed in [sandbox] deny_read); it cannot be read or written "
+                     "by any tool.")
+
+
 def check_inode(ws: Workspace, st: os.stat_result, raw: str) -> None:
-    """Refuse a file that is another name (a hard link) for one of the hidden files."""
+    """Refuse a file that is another name (a hard link) for a hidden file, or for a file in a hidden directory."""
     if st.st_nlink < 2 or not stat.S_ISREG(st.st_mode):
         return  # a single name: its path was checked already
-    for hidden in ws.hidden:
+    key = (st.st_dev, st.st_ino)
+    for hidden in ws.hidden:  # the hidden files themselves: always looked at afresh (the store's -wal comes and goes)
         try:
             h = os.stat(hidden)
         except OSError:
             continue
-        if (h.st_dev, h.st_ino) == (st.st_dev, st.st_ino):
-            raise ToolError(f"{raw!r} is a hard link to {ws.relative(hidden)}, which is hidden from agents (it "
-                            "holds the run store or credentials, or is listed in [sandbox] deny_read); it cannot "
-                            "be read or written by any tool.")
+        if (h.st_dev, h.st_ino) == key:
+            raise _hard_link_refusal(ws, raw, hidden)
+    found, complete = _inodes_in_hidden_dirs(ws.hidden)
+    if key in found:
+        raise _hard_link_refusal(ws, raw, found[key])
+    if not complete:
+        raise ToolError(f"{raw!r} has {st.st_nlink} hard links, and the hidden directories hold too many files to "
+                        "check that it is not one of them, so it was not read. Read a copy of the file instead.")
 
 
 def lookup(ws: Workspace, raw: str) -> Opened:
