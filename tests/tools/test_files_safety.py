@@ -209,6 +209,21 @@ async def test_protected_paths_through_symlinks(ctx: ToolContext, ws_root: Path)
     assert await call(read_file, ctx, path="cfg") == "     1\t[core]"  # protected is still readable
 
 
+async def test_protected_and_hidden_paths_that_are_symlinks(ctx: ToolContext, ws_root: Path) -> None:
+    (ws_root / "gitdir" / "hooks").mkdir(parents=True)
+    (ws_root / ".git").symlink_to("gitdir")  # the real directory has another name
+    (ws_root / "state").mkdir()
+    (ws_root / "state" / "state.db").write_text("rows\n")
+    (ws_root / ".subagents").symlink_to(ws_root / "state")
+    assert await error(write_file, ctx, path="gitdir/hooks/pre-commit", content="x") == protected_msg(
+        "gitdir/hooks/pre-commit", ".git")
+    assert await error(write_file, ctx, path="gitdir/new/x", content="x") == protected_msg("gitdir/new/x", ".git")
+    assert await error(read_file, ctx, path="state/state.db") == hidden_msg("state/state.db", ".subagents/state.db")
+    assert await call(glob, ctx, pattern="state/*") == "No paths match 'state/*' in .."
+    assert listing(ws_root / "gitdir" / "hooks") == []
+    assert not (ws_root / "gitdir" / "new").exists()
+
+
 def hidden_msg(raw: str, hit: str) -> str:
     return (f"{raw!r} is hidden from agents ({hit} holds the run store or credentials, or is listed in [sandbox] "
             "deny_read); it cannot be read or written by any tool.")

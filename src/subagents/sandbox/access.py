@@ -94,6 +94,45 @@ def display(ws: Workspace, real: str) -> str:
     return real if rel is None else (rel or ".")
 
 
+_real_cache: dict[int, tuple[tuple[Path, ...], tuple[tuple[str, Path], ...]]] = {}
+
+
+def _also_real(paths: tuple[Path, ...]) -> tuple[tuple[str, Path], ...]:
+    """``(real path, configured path)`` for the configured paths with a symlink on the way (``.git`` -> ``gitdir``,
+    ``~/.ssh`` -> ``~/dotfiles/ssh``): what is opened is checked against both names.  Cached per tuple."""
+    hit = _real_cache.get(id(paths))
+    if hit is None or hit[0] is not paths:
+        pairs = tuple((r, p) for p in paths if (r := os.path.realpath(p)) != str(p))
+        if len(_real_cache) > 64:
+            _real_cache.clear()
+        hit = _real_cache[id(paths)] = (paths, pairs)
+    return hit[1]
+
+
+def _real_hit(real: str, paths: tuple[Path, ...]) -> Path | None:
+    for r, p in _also_real(paths):
+        if real == r or real.startswith(r + "/"):
+            return p
+    return None
+
+
+def check_read(ws: Workspace, real: str, raw: str) -> None:
+    """:meth:`Workspace.check_read` on a real path, also under the real names of the hidden paths."""
+    ws.check_read(real, raw)
+    hit = _real_hit(real, ws.hidden)
+    if hit is not None:
+        ws.check_read(hit, raw)  # raises, naming the path as configured
+
+
+def check_write(ws: Workspace, real: str, raw: str) -> None:
+    """:meth:`Workspace.check_write` on a real path, also under the real names of protected and hidden paths."""
+    ws.check_write(real, raw)
+    for paths in (ws.protected, ws.hidden):
+        hit = _real_hit(real, paths)
+        if hit is not None:
+            ws.check_write(hit, raw)  # raises, naming the path as configured
+
+
 INODE_CACHE_S = 2.0
 """How long the inodes of the files inside hidden directories are reused before they are listed again."""
 INODE_LIMIT = 20_000
@@ -167,7 +206,7 @@ def lookup(ws: Workspace, raw: str) -> Opened:
     except NotADirectoryError:  # a file where a directory was expected on the way: nothing by that name
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), raw) from None
     try:
-        ws.check_read(o.real, raw)
+        check_read(ws, o.real, raw)
         check_inode(ws, o.st, raw)
     except BaseException:
         o.close()
@@ -220,7 +259,7 @@ def follower(ws: Workspace, prefix: str) -> Callable[[str], str]:
         except OSError as e:
             return tree.LOOP if e.errno == errno.ELOOP else tree.MISSING
         try:
-            if ws.is_hidden(o.real):
+            if ws.is_hidden(o.real) or _real_hit(o.real, ws.hidden) is not None:
                 return tree.HIDDEN
             mode = o.st.st_mode
             return tree.DIR if stat.S_ISDIR(mode) else tree.FILE if stat.S_ISREG(mode) else tree.OTHER
@@ -235,7 +274,8 @@ def walk(ws: Workspace, dirfd: int, display_path: str, *, skip: frozenset[str] =
     """:func:`tree.walk` over the directory ``dirfd`` (shown as ``display_path``), without hidden entries."""
     prefix = "" if display_path == "." else display_path + "/"
     root = str(ws.root)
-    hidden = tuple(r for h in ws.hidden if (r := fs.beneath(str(h), root)))  # hidden paths inside the root
+    names = [str(h) for h in ws.hidden] + [r for r, _ in _also_real(ws.hidden)]
+    hidden = tuple(r for h in names if (r := fs.beneath(h, root)))  # hidden paths inside the root
     inner = tuple(h[len(prefix):] for h in hidden if h.startswith(prefix))
 
     def is_hidden(path: str) -> bool:
@@ -246,7 +286,7 @@ def walk(ws: Workspace, dirfd: int, display_path: str, *, skip: frozenset[str] =
 
 
 def _make_dir_check(ws: Workspace, raw: str) -> Callable[[str], None]:
-    return lambda real: ws.check_write(real, raw)
+    return lambda real: check_write(ws, real, raw)
 
 
 def _check_target(ws: Workspace, place: fs.Place, raw: str, expect: tuple[int, int] | None) -> None:
@@ -288,7 +328,7 @@ def write_atomic(ws: Workspace, raw: str, data: bytes, *, expect: tuple[int, int
     try:
         if not place.name:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), raw)
-        ws.check_write(place.real, raw)
+        check_write(ws, place.real, raw)
         _check_target(ws, place, raw, expect)
         replace_file(place.dirfd, place.name, data, place.st)
         return display(ws, place.real), place.st is not None
