@@ -303,8 +303,8 @@ def _check_target(ws: Workspace, place: fs.Place, raw: str, expect: tuple[int, i
                 "workspace), so it was not written: the file tools do not change files that other paths share. "
                 "To allow it, set `allow_hardlinks = true` under [sandbox] in the config (the write then "
                 "replaces this name only; the other names keep the old content).")
-    devices = {os.fstat(place.dirfd).st_dev} | ({st.st_dev} if st is not None else set())
-    if devices != {ws.root_device} and not ws.policy.allow_other_devices:
+    device = st.st_dev if st is not None else os.fstat(place.dirfd).st_dev  # a new file: its directory's
+    if device != ws.root_device and not ws.policy.allow_other_devices:
         raise ToolError(
             f"{raw!r} is on another device than the workspace root (a mount inside the workspace), so it was "
             "not written. To allow writes to other devices inside the workspace, set "

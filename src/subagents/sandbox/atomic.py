@@ -54,6 +54,12 @@ def _create_temp(dirfd: int, name: str, mode: int) -> tuple[str, int]:
 
 def fsync_dir(dirfd: int) -> None:
     """fsync a directory given by any descriptor (an ``O_PATH`` one is reopened read-only first)."""
+    try:
+        os.fsync(dirfd)
+        return
+    except OSError as e:
+        if e.errno != errno.EBADF:  # EBADF: an O_PATH descriptor, which cannot be synced
+            raise
     fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dirfd)
     try:
         os.fsync(fd)

@@ -246,10 +246,10 @@ def locate(anchor: int, root: str, rel: str, *, mkdir: Callable[[str], None] | N
     """
     head, _, name = rel.rpartition("/")
     if name not in ("", ".", "..") and openat2_enabled():
-        try:
-            dirfd = _openat2(anchor, head, (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            dirfd = None  # the walk creates the missing directories (or raises)
+        try:  # read-only rather than O_PATH, so the directory can be fsynced after a rename into it
+            dirfd = _openat2(anchor, head, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except (FileNotFoundError, PermissionError):
+            dirfd = None  # the walk creates the missing directories (or raises), and uses O_PATH
         if dirfd is not None:
             try:
                 st: os.stat_result | None = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
