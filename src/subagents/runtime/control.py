@@ -54,6 +54,11 @@ class ManagerControl:
     async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
                           background: bool, model: str | None, isolation: str | None = None) -> str:
         caller = self._caller(caller_id)
+        if model is not None and "@" in model:
+            raise ToolError(f"model {model!r} names a server: an agent may choose a model, not where the runtime "
+                            "sends the request (and the API key). Pass the model name alone, e.g. "
+                            f"{model.split('@', 1)[0]!r}; a server is configured by the user in [providers.*] "
+                            "base_url or an agent definition")
         try:
             node = self.mgr.spawn(agent_type=agent_type, prompt=prompt, parent_id=caller.id,
                                   description=description, background=background, model=model, isolation=isolation)
