@@ -256,8 +256,8 @@ async def test_the_store_cannot_be_read(ctx: ToolContext, ws_root: Path, store: 
         "'copy.db' is a hard link to .subagents/state.db, which is hidden from agents (it holds the run store or "
         "credentials, or is listed in [sandbox] deny_read); it cannot be read or written by any tool.")
     # Searches neither list nor read it.
-    assert await call(grep, ctx, pattern="rows") == "No matches for 'rows' in .; 1 files searched."
-    assert await call(list_dir, ctx, path=".subagents") == "config.toml"
+    assert await call(grep, ctx, pattern="rows") == "No matches for 'rows' in .; 0 files searched."
+    assert await call(list_dir, ctx, path=".subagents") == ".subagents is empty."  # config.toml is hidden too
     assert await call(glob, ctx, pattern="**/*.db*") == "copy.db"  # alias.db leads to a hidden file
     assert await error(write_file, ctx, path="alias.db", content="x") == protected_msg("alias.db", ".subagents")
     assert data(store) == b"SQLite format 3 secret rows\n"

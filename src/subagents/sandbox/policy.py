@@ -25,8 +25,9 @@ DEFAULT_PROTECTED: tuple[str, ...] = (".subagents", ".git", ".claude", ".qwen")
 """Workspace paths no agent tool may write or delete, whatever the mode or the rules."""
 
 DEFAULT_HIDDEN: tuple[str, ...] = (".subagents/state.db", ".subagents/state.db-wal", ".subagents/state.db-shm",
-                                   ".subagents/state.db-journal")
-"""Workspace paths no agent tool may read (the default run store); the store a runtime opens is added."""
+                                   ".subagents/state.db-journal", ".subagents/config.toml")
+"""Workspace paths no agent tool may read: the default run store, and the project's config (it may hold an
+``api_key``); the store a runtime opens is added."""
 
 CREDENTIAL_PATHS: tuple[str, ...] = (
     "~/.ssh", "~/.aws", "~/.gnupg", "~/.netrc", "~/.git-credentials", "~/.docker", "~/.kube",
