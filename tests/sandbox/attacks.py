@@ -116,6 +116,8 @@ class AttackSuite:
         root = place / "ws"
         (root / ".subagents").mkdir(parents=True)
         (root / ".subagents" / "config.toml").write_text("[sandbox]\nmode = 'auto'\n")
+        (root / ".subagents" / "agents").mkdir()
+        (root / ".subagents" / "agents" / "helper.md").write_text("---\nname: helper\n---\nHelp.\n")
         (root / ".subagents" / "state.db").write_text(STORE)
         (root / ".subagents" / "state.db-wal").write_text(STORE)
         (root / "src").mkdir()
@@ -233,13 +235,15 @@ class AttackSuite:
 
     # -- hidden paths -----------------------------------------------------------------------------
     async def test_cannot_read_the_store_or_credentials(self, ctx: ToolContext, ws: Path, home: Path) -> None:
-        out = await run(ctx, f"cat .subagents/state.db .subagents/state.db-wal {home}/.ssh/id_rsa {home}/.netrc; "
+        out = await run(ctx, f"cat .subagents/state.db .subagents/state.db-wal {home}/.ssh/id_rsa {home}/.netrc "
+                             ".subagents/config.toml; "
                              f"ls .subagents; ln -s {home}/.ssh/id_rsa src/k; cat src/k; "
                              f"ln {home}/.ssh/id_rsa src/hard; cat src/hard; "
                              f"cp -r {home}/.ssh src/copy; cat src/copy/id_rsa")
         assert STORE not in out
         assert SSH_KEY not in out
-        assert "config.toml" in out  # the rest of .subagents stays readable
+        assert "mode = 'auto'" not in out  # the project config may hold an api_key: hidden too
+        assert "agents" in out  # the rest of .subagents stays readable
 
     async def test_runtime_environment_does_not_leak(self, ctx: ToolContext, secrets: dict[str, str]) -> None:
         pid = os.getpid()

@@ -61,11 +61,19 @@ class TestLandlock(AttackSuite):
         out = await run(ctx, f"{sys.executable} -c \"{script}\" {unix_server}")
         assert "CONNECTED" in out
 
-    async def test_limit_a_process_that_leaves_the_group_survives(self, ctx: ToolContext) -> None:
-        # The documented limit: without a PID namespace, setsid() takes a process out of the reach
-        # of the group kill (its files and network stay confined: Landlock is inherited).
+    async def test_a_process_that_leaves_the_group_still_ends(self, ctx: ToolContext) -> None:
+        # No PID namespace: setsid() leaves the group, but the SUBAGENTS_COMMAND tag in its
+        # environment gives it away when the command ends.
         mark = marker()
-        await run(ctx, setsid_sleep(mark) + "; echo started")
+        out = await run(ctx, setsid_sleep(mark) + "; echo started")
+        assert out.startswith("started")
+        await eventually(lambda: not marked(mark))
+
+    async def test_limit_a_process_that_leaves_the_group_and_clears_its_environment_survives(
+            self, ctx: ToolContext) -> None:
+        # The documented limit of that sweep (its files and network stay confined: Landlock is inherited).
+        mark = marker()
+        await run(ctx, "env -i " + setsid_sleep(mark) + "; echo started")
         await eventually(lambda: bool(marked(mark)))
         for pid in marked(mark):
             os.kill(pid, signal.SIGKILL)
@@ -89,12 +97,12 @@ class TestLandlock(AttackSuite):
         assert exists(ws / "src" / "main.py")
 
     async def test_temp_dir_is_private_and_removed(self, ctx: ToolContext, host_tmp_file: str) -> None:
-        out = await run(ctx, f"echo $TMPDIR; echo hi > $TMPDIR/f && cat $TMPDIR/f; ls /tmp >/dev/null; echo ls=$?; "
-                             f"cat {host_tmp_file} 2>/dev/null; echo cat=$?")
-        tmpdir, hi, ls, cat, _ = out.splitlines()
+        out = await run(ctx, f"echo $TMPDIR; echo hi > $TMPDIR/f && cat $TMPDIR/f; ls /tmp >/dev/null 2>&1; "
+                             f"echo ls=$?; cat {host_tmp_file} 2>/dev/null; echo cat=$?; ls /usr >/dev/null; "
+                             "echo usr=$?")
+        tmpdir, hi, ls, cat, usr, _ = out.splitlines()
         assert hi == "hi"
-        assert ls == "ls=0"  # listing is allowed, reading other files in /tmp is not
-        assert cat == "cat=1"
+        assert (ls, cat, usr) == ("ls=2", "cat=1", "usr=0")  # the host's /tmp is neither listed nor read
         assert tmpdir.startswith("/tmp/subagents-cmd-")
         assert not exists(tmpdir)
 

@@ -16,11 +16,12 @@ runner kills whole process groups at exit).
 
 What a confined command gets (Landlock is an allowlist: nothing is denied, only granted):
 
-- read and execute on every file except the hidden paths: the grant is placed on the siblings
+- read, list and execute everything except the hidden paths: the grant is placed on the siblings
   along the way to each hidden path instead of on ``/``; ``/tmp`` and ``/run`` (other commands'
   files, sockets, ``/run/secrets``) are not granted either, nor ``/dev`` but for ``null``, ``zero``,
-  ``full``, ``random``, ``urandom`` (not the user's terminal); listing directories is allowed
-  everywhere (a hidden directory's *names* can be listed, never its files read);
+  ``full``, ``random``, ``urandom`` (not the user's terminal).  A grant covers all beneath it, so
+  the directories along the way cannot be *listed* (``ls /``, ``ls ~`` fail; ``ls /usr`` works);
+  the workspace can, whole (the names of hidden files in it included, never their content);
 - write in the workspace except the protected paths: the grant is placed on the workspace's
   top-level entries other than the protected ones, so **a command cannot create, delete or rename
   an entry directly in the workspace root** (it can edit existing top-level files in place, and do
@@ -68,7 +69,7 @@ _FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2  # ABI 4
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1, 2  # ABI 6
 
-READ = EXECUTE | READ_FILE
+READ = EXECUTE | READ_FILE | READ_DIR
 WRITE = (WRITE_FILE | TRUNCATE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SOCK | MAKE_FIFO
          | MAKE_SYM | REFER)
 
@@ -254,7 +255,7 @@ def build_ruleset(*, root: Path, writable: bool, readonly: Sequence[Path], hidde
             no_write = hidden_set | frozenset(str(p) for p in readonly)
             for child in _children(ws):
                 _expand(child, WRITE, no_write, grants)
-        grants["/"] = grants.get("/", 0) | READ_DIR
+        grants[ws] = grants.get(ws, 0) | READ_DIR  # list all of the workspace, the store's names included
         for dev in _DEVICES:
             grants[dev] = grants.get(dev, 0) | WRITE_FILE | TRUNCATE | READ_FILE | IOCTL_DEV
         for dev in _READ_DEVICES:

