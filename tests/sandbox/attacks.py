@@ -16,6 +16,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -92,8 +94,6 @@ class AttackSuite:
     """The attacks; ``mode`` is the backend under test."""
 
     mode: ClassVar[str]
-    creates_then_removes: ClassVar[bool] = False
-    """Whether a protected path that did not exist can be created during the command (then removed)."""
 
     # -- fixtures ---------------------------------------------------------------------------------
     @pytest.fixture
@@ -210,12 +210,40 @@ class AttackSuite:
         assert out.endswith("exit code 0")
 
     async def test_cannot_create_a_protected_directory_that_did_not_exist(self, ctx: ToolContext, ws: Path) -> None:
+        # Not even while the command runs: another reader (the user's git, Claude Code) could see it.
         assert not exists(ws / ".claude")
-        out = await run(ctx, "mkdir -p .claude/agents && echo evil > .claude/agents/x.md; ls -a")
+        planted = [ws / ".claude" / "agents" / "x.md", ws / ".qwen" / "settings.json"]
+        seen: set[Path] = set()
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                seen.update(p for p in planted if exists(p))
+                time.sleep(0.002)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            out = await run(ctx, "mkdir -p .claude/agents .qwen; echo evil > .claude/agents/x.md; "
+                                 "echo '{}' > .qwen/settings.json; sleep 0.5; ls -a")
+        finally:
+            stop.set()
+            watcher.join(5)
+        assert not seen
         assert not exists(ws / ".claude")
-        note = ("[the command created .claude, which is protected (the runtime's state, version control or agent "
-                "configuration): it was removed. No command may create or change .claude; ask the user to do it.]")
-        assert (note in out) is self.creates_then_removes
+        assert not exists(ws / ".qwen")
+        assert "[the command created" not in out
+
+    async def test_a_store_kept_in_the_workspace_cannot_be_moved_or_read(self, ws: Path, home: Path) -> None:
+        (ws / "var").mkdir()
+        (ws / "var" / "runs.db").write_text(STORE)
+        workspace = Workspace(ws, SandboxPolicy(mode=self.mode), home=home, store_files=[ws / "var" / "runs.db"])
+        ctx = ToolContext(agent=AgentInfo("a1", "a1", "general-purpose"), workspace=workspace,
+                          sandbox=ShellSandbox(workspace))
+        out = await run(ctx, "cat var/runs.db; mv var var2; mv var/runs.db var/old.db; rm -rf var; ls var")
+        assert STORE not in out
+        assert read(ws / "var" / "runs.db") == STORE
+        assert not exists(ws / "var2")
 
     async def test_allow_git_opens_git_but_not_its_hooks_and_config(self, ws: Path, home: Path) -> None:
         ctx = self.make(ws, home, allow_git=True)

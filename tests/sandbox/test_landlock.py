@@ -33,7 +33,6 @@ def test_this_kernel_has_landlock() -> None:
 
 class TestLandlock(AttackSuite):
     mode = "landlock"
-    creates_then_removes = False  # nothing can be created in the workspace root at all
 
     @pytest.fixture
     def host_tmp_file(self) -> Iterator[str]:

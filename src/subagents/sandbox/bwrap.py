@@ -26,9 +26,10 @@ alone would leave the runtime's variables in ``/proc/1/environ`` (bwrap's own pr
 With the PID namespace, when the command's shell exits, bwrap's PID 1 ends and the kernel kills
 every process left in the sandbox: background processes end with the command.
 
-Protected paths that do not exist cannot be bound; :func:`missing_protected` names what the
-command could create (``.claude`` when there is none), and the runner removes such paths after
-the command and tells the caller.
+Protected paths that do not exist cannot be bound over themselves: :func:`missing_protected` names
+them (``.claude`` when there is none), an empty read-only tmpfs is mounted there instead (bubblewrap
+creates the mount point: an empty directory appears on the host while the command runs, and the
+runner removes it after), so no file can be created in it even while the command runs.
 """
 
 from __future__ import annotations
@@ -76,42 +77,55 @@ def _visible(p: str, root: str) -> bool:
     return _under(p, root) or not any(_under(p, m) for m in MASKED_DIRS)
 
 
-def missing_protected(ws: Workspace) -> list[Path]:
-    """For each protected path in the workspace that does not exist: its first missing component.
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+"""A SQLite store's side files come and go while the runtime writes: never guarded (see below)."""
 
-    These are what a command could create in the writable workspace (``.claude`` when there is no
-    ``.claude``; ``.git/hooks`` when ``.git`` exists without hooks); the runner removes them after.
+
+def missing_protected(ws: Workspace, hidden: Iterable[Path] | None = None) -> list[Path]:
+    """What a command could create in the writable workspace that it must not: the first missing
+    component of each protected path, and of each hidden path in the workspace (the user config dir
+    when the workspace is ``$HOME``), whose parent is writable inside.
+
+    :func:`bwrap_argv` mounts an empty read-only directory on each (bubblewrap creates the mount
+    point, an empty directory, on the host), so nothing can be created there while the command
+    runs; the runner removes these empty directories after.  A store's side files (``-wal``,
+    ``-journal``...) are left alone: the runtime itself creates them.
     """
     root = str(ws.root)
+    readonly = [str(p) for p in ws.shell_readonly]
+    paths = [str(p) for p in ws.shell_readonly]
+    paths += [str(h) for h in (ws.hidden if hidden is None else hidden) if not str(h).endswith(_SIDE_FILES)]
     out: list[Path] = []
-    for path in ws.shell_readonly:
-        p = str(path)
+    for p in paths:
         if p == root or not _under(p, root) or os.path.lexists(p):
             continue
         first = p
         while os.path.dirname(first) != root and not os.path.lexists(os.path.dirname(first)):
             first = os.path.dirname(first)
+        if any(_under(os.path.dirname(first), r) for r in readonly):
+            continue  # inside a read-only mount: nothing can be created there anyway
         if Path(first) not in out:
             out.append(Path(first))
     return out
 
 
-def _pin_parents(root: str, readonly: list[str]) -> list[str]:
-    """Bind each writable directory between the root and a protected path over itself.
+def _pin_parents(root: str, paths: list[str]) -> list[str]:
+    """Bind each writable directory between the root and a protected or hidden path over itself.
 
     A mount point cannot be renamed or removed; without this, a command could rename ``.git``
     (writable with ``allow_git``), taking the read-only ``.git/hooks`` mount along, and put a
-    ``.git`` of its own with hooks in its place.
+    ``.git`` of its own with hooks in its place, or move away the directory of a run store kept in
+    the workspace.
     """
     pins: set[str] = set()
-    for p in readonly:
+    for p in paths:
         parent = os.path.dirname(p)
         while parent != root and _under(parent, root):
             pins.add(parent)
             parent = os.path.dirname(parent)
     args: list[str] = []
     for d in sorted(pins, key=len):
-        if not any(_under(d, r) for r in readonly) and os.path.isdir(d) and not os.path.islink(d):
+        if not any(_under(d, r) for r in paths) and os.path.isdir(d) and not os.path.islink(d):
             args += ["--bind", d, d]
     return args
 
@@ -167,11 +181,12 @@ def _hide(root: str, paths: Iterable[Path], readonly: list[str], writable: bool)
 
 
 def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd: Path | None = None,
-               hidden: Iterable[Path] | None = None, flags: Sequence[str] = NO_USERNS) -> list[str]:
+               hidden: Iterable[Path] | None = None, flags: Sequence[str] = NO_USERNS,
+               guard: Iterable[Path] | None = None) -> list[str]:
     """The ``bwrap`` arguments, up to and including ``--``, that confine a command to ``ws``.
 
     ``hidden`` defaults to ``ws.hidden``; ``flags`` go after ``--unshare-all``: :data:`NO_USERNS`
-    where this ``bwrap`` supports it.
+    where this ``bwrap`` supports it; ``guard`` defaults to :func:`missing_protected`.
     """
     root = str(ws.root)
     args = [binary, "--new-session", "--die-with-parent", "--unshare-all", *flags]
@@ -186,11 +201,14 @@ def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd
     args += ["--bind" if writable else "--ro-bind", root, root]
     readonly = [str(p) for p in ws.shell_readonly]
     readonly = [p for p in readonly if p != root and _under(p, root)]
+    hidden = list(ws.hidden if hidden is None else hidden)
     if writable:
-        args += _pin_parents(root, readonly)
+        args += _pin_parents(root, readonly + [str(h) for h in hidden if _under(str(h), root)])
         for p in readonly:
             if os.path.lexists(p):
                 args += ["--ro-bind", p, p]
-    args += _hide(root, ws.hidden if hidden is None else hidden, readonly, writable)
+        for g in sorted(str(g) for g in (missing_protected(ws, hidden) if guard is None else guard)):
+            args += ["--tmpfs", g, "--remount-ro", g]  # an empty read-only directory
+    args += _hide(root, hidden, readonly, writable)
     args += ["--chdir", str(cwd or root), "--"]
     return args

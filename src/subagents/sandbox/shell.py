@@ -21,10 +21,11 @@ write the workspace except protected paths (``.git``, ``.subagents``...; nothing
 ``writable=False``) and a private temp dir (``TMPDIR``), no network unless ``[sandbox] network``.
 
 After a command (:meth:`ShellSandbox.finish`, called once the process is reaped): its temp dir is
-removed, and with bubblewrap every protected path that did not exist before the command and exists
-now is removed too (a path that does not exist cannot be bound read-only, so ``mkdir .claude``
-succeeds inside); ``finish`` returns a sentence per removal for the caller to pass on (the
-``bash`` tool appends them to its result).  With Landlock such paths cannot be created at all.
+removed and, with bubblewrap, the empty directories left as mount points for protected paths that
+did not exist (``.claude`` when there is none: an empty read-only directory inside, so nothing can
+be created there even while the command runs).  Should one of them hold anything, it is removed
+and ``finish`` returns a sentence about it for the caller to pass on (the ``bash`` tool appends
+them to its result).  With Landlock such paths cannot be created at all.
 
 Every spawned process leads its own process group, recorded in a module-level registry until it is
 reaped and its group is empty; :func:`kill_all_process_groups` (synchronous, safe in a signal
@@ -208,11 +209,12 @@ class ShellSandbox:
         if backend == "bwrap":
             binary, flags, _ = backends.probe_bwrap()
             assert binary is not None
-            prefix = _bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
-                                       cwd=kwargs["cwd"], flags=flags, hidden=self._hidden())
-            env["TMPDIR"] = "/tmp"  # private to the command
+            hidden = self._hidden()
             if writable:
-                state.watch = _bwrap.missing_protected(self.workspace)
+                state.watch = _bwrap.missing_protected(self.workspace, hidden)
+            prefix = _bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
+                                       cwd=kwargs["cwd"], flags=flags, hidden=hidden, guard=state.watch)
+            env["TMPDIR"] = "/tmp"  # private to the command
             return await asyncio.create_subprocess_exec(*prefix, *argv, **kwargs)
         state.temp_dir = tempfile.mkdtemp(prefix="subagents-cmd-")
         _TEMP_DIRS.add(state.temp_dir)
@@ -297,10 +299,18 @@ class ShellSandbox:
             if state.tag is not None:  # processes that left the group (setsid, daemons) end too
                 kill_tagged(state.tag, state.pgid)
                 _LIVE_TAGS.pop(state.tag, None)
-            state.notes = [self._undo(p) for p in state.watch if os.path.lexists(p)]
+            state.notes = [n for n in (self._undo(p) for p in state.watch) if n]
         return state.notes
 
-    def _undo(self, path: Path) -> str:
+    def _undo(self, path: Path) -> str | None:
+        """Remove the mount point left for a missing protected path; if it holds anything, say so."""
+        try:
+            os.rmdir(path)  # the empty directory bubblewrap created as a mount point
+            return None
+        except FileNotFoundError:
+            return None
+        except OSError:
+            pass
         with contextlib.suppress(FileNotFoundError):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
