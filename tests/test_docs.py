@@ -53,3 +53,11 @@ def test_the_toml_examples_load(tmp_path: Path, i: int) -> None:
         assert s.approval_timeout_s == 300
     else:
         assert s.hooks["PreToolUse"][0]["on_error"] == "block"
+
+
+def test_the_security_toml_example_loads(tmp_path: Path) -> None:
+    (tmp_path / ".subagents").mkdir()
+    (tmp_path / ".subagents" / "config.toml").write_text(blocks("security.md", "toml")[0])
+    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert (s.sandbox_mode, s.sandbox_network, s.protect) == ("auto", False, ["deploy", "secrets.env"])
+    assert s.env_passthrough == ["CARGO_HOME", "MYAPP_*"]
