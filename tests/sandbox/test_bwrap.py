@@ -10,6 +10,7 @@ import pytest
 
 from subagents.sandbox import SandboxPolicy, Workspace
 from subagents.sandbox.bwrap import bwrap_argv, missing_protected
+from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
 
 from .attacks import STORE, AttackSuite, eventually, exists, marked, marker, run, setsid_sleep
@@ -63,3 +64,18 @@ def test_argv_order_tmp_before_the_workspace_and_masks_after(tmp_path: Path) -> 
     assert f"--ro-bind {root} {root}" in " ".join(ro)
     assert "--share-net" in ro
     assert missing_protected(ws) == [root / ".claude", root / ".qwen"]
+
+
+async def test_killing_bwrap_while_it_sets_up_leaves_nothing(tmp_path: Path) -> None:
+    # bubblewrap arms --die-with-parent only part-way through its setup: killed before that, the
+    # command it was starting lives on (measured, about 7 ms in).  The SUBAGENTS_COMMAND sweep ends it.
+    box = ShellSandbox(Workspace(tmp_path, SandboxPolicy(mode="bwrap")))
+    marks = []
+    for i in range(40):
+        mark = marker()
+        marks.append(mark)
+        proc = await box.spawn(["/bin/sleep", mark])
+        await asyncio.sleep(i * 0.0003)
+        await box.kill(proc)
+        box.finish(proc)
+    await eventually(lambda: not any(marked(m) for m in marks))

@@ -30,10 +30,12 @@ them to its result).  With Landlock such paths cannot be created at all.
 Every spawned process leads its own process group, recorded in a module-level registry until it is
 reaped and its group is empty; :func:`kill_all_process_groups` (synchronous, safe in a signal
 handler or ``atexit``, registered with ``atexit`` here) kills every recorded group.  Without a PID
-namespace (Landlock, ``off``) a process can leave the group (``setsid``, a daemon's double fork):
-such commands get a ``SUBAGENTS_COMMAND`` tag in their environment, and ``finish`` (and
-``kill_all_process_groups``) also kill the processes outside the group that still carry it.  Best
-effort: a process that clears its environment escapes that sweep.
+namespace (Landlock, ``off``) a process can leave the group (``setsid``, a daemon's double fork),
+and bubblewrap's own processes inside lead sessions of their own (and, if ``bwrap`` is killed in the
+first moments, before it set ``--die-with-parent``, they would outlive it): so every command gets a
+``SUBAGENTS_COMMAND`` tag in its environment, and ``finish`` (and ``kill_all_process_groups``) also
+kill the processes outside the group that still carry it.  Best effort: a process that clears its
+environment escapes that sweep (under bubblewrap it still ends with the PID namespace).
 """
 
 from __future__ import annotations
@@ -201,7 +203,7 @@ class ShellSandbox:
                      kwargs: dict[str, Any]) -> asyncio.subprocess.Process:
         """Start ``argv`` under ``backend``; what must be undone after is recorded in ``state``."""
         env: dict[str, str] = kwargs["env"]
-        if backend in ("off", "landlock") and _HAVE_PROC:  # no PID namespace: tag the processes
+        if _HAVE_PROC:  # tag the processes (see the module docstring)
             state.tag = secrets.token_hex(8)
             env[TAG_VAR] = state.tag
         if backend == "off":
@@ -280,6 +282,9 @@ class ShellSandbox:
                 await asyncio.sleep(_POLL_S)
         finally:
             signal_group(pgid, signal.SIGKILL)  # also when cancelled again during the grace
+            state = self._spawned.get(proc)
+            if state is not None and state.tag is not None:
+                kill_tagged(state.tag, pgid)  # what left the group may hold the pipes the reap waits for
             await reap(proc)
             _LIVE_GROUPS.discard(pgid)
 
