@@ -79,3 +79,23 @@ async def test_killing_bwrap_while_it_sets_up_leaves_nothing(tmp_path: Path) -> 
         await box.kill(proc)
         box.finish(proc)
     await eventually(lambda: not any(marked(m) for m in marks))
+
+
+async def test_cancelling_a_spawn_midway_leaves_nothing(tmp_path: Path) -> None:
+    # Cancelled inside create_subprocess_exec, asyncio kills bwrap itself, perhaps before it armed
+    # --die-with-parent; spawn() sweeps what bwrap had started.
+    box = ShellSandbox(Workspace(tmp_path, SandboxPolicy(mode="bwrap")))
+    marks = []
+    for i in range(30):
+        mark = marker()
+        marks.append(mark)
+        task = asyncio.ensure_future(box.spawn(["/bin/sleep", mark]))
+        await asyncio.sleep(i * 0.0003)
+        task.cancel()
+        try:
+            proc = await task
+        except asyncio.CancelledError:
+            continue
+        await box.kill(proc)
+        box.finish(proc)
+    await eventually(lambda: not any(marked(m) for m in marks))

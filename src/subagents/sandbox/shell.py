@@ -184,9 +184,19 @@ class ShellSandbox:
         state = _Spawned(pgid=0)
         kwargs: dict[str, Any] = {"cwd": cwd or self.workspace.root, "stdin": stdin, "stdout": stdout,
                                   "stderr": stderr, "env": env, "start_new_session": True}
+        starting = asyncio.ensure_future(self._start(backend, list(argv), writable, state, kwargs))
         try:
-            proc = await self._start(backend, list(argv), writable, state, kwargs)
+            proc = await asyncio.shield(starting)
         except BaseException:
+            # Cancelled while starting: asyncio kills bwrap, perhaps before it armed --die-with-parent,
+            # then waits for the pipes, which what bwrap started may hold: sweep until it is done.
+            starting.cancel()
+            while not starting.done():
+                if state.tag is not None:
+                    kill_tagged(state.tag)
+                await asyncio.wait([starting], timeout=0.05)
+            if not starting.cancelled() and starting.exception() is None:
+                await self._stop(starting.result(), state)
             self._drop_temp(state)
             raise
         state.pgid = proc.pid
@@ -282,11 +292,24 @@ class ShellSandbox:
                 await asyncio.sleep(_POLL_S)
         finally:
             signal_group(pgid, signal.SIGKILL)  # also when cancelled again during the grace
-            state = self._spawned.get(proc)
-            if state is not None and state.tag is not None:
-                kill_tagged(state.tag, pgid)  # what left the group may hold the pipes the reap waits for
-            await reap(proc)
+            await self._stop(proc, self._spawned.get(proc))
             _LIVE_GROUPS.discard(pgid)
+
+    async def _stop(self, proc: asyncio.subprocess.Process, state: _Spawned | None) -> None:
+        """SIGKILL ``proc``'s group and reap it, sweeping its tag meanwhile: what left the group
+        may hold the pipes the reap waits for.  Finishes even if cancelled again; re-raises after."""
+        signal_group(proc.pid, signal.SIGKILL)
+        waiter = asyncio.ensure_future(reap(proc))
+        cancelled = False
+        while not waiter.done():
+            if state is not None and state.tag is not None:
+                kill_tagged(state.tag, proc.pid)
+            try:
+                await asyncio.wait([waiter], timeout=0.05)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
 
     def finish(self, proc: asyncio.subprocess.Process) -> list[str]:
         """After ``proc`` ended: remove its temp dir and protected paths it created; say what was undone.
