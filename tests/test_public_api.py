@@ -39,8 +39,8 @@ DOC_MODULES = [
     "subagents", "subagents.messages", "subagents.runtime.limits", "subagents.runtime.inbox",
     "subagents.runtime.runtime", "subagents.tools.base", "subagents.models.function",
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
-    "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks", "subagents.sandbox.env", "subagents.sandbox.policy",
-    "subagents.sandbox.workspace",
+    "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",
+    "subagents.sandbox.env", "subagents.sandbox.policy", "subagents.sandbox.workspace",
 ]
 
 

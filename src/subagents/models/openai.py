@@ -10,13 +10,11 @@ Two halves, kept apart:
   ``chat.completions.create`` (streaming by default, with ``stream_options.include_usage``), map the
   answer back (:func:`from_openai` / :class:`_StreamAssembler`).
 
-Compatible servers (Ollama, vLLM, llama.cpp, LM Studio) differ in small ways; all are handled:
-missing ``usage`` (zero usage), tool calls without ids (one is generated), ``content`` as a string
-or a list of parts, tool-call deltas without an ``index``, and arguments that are not valid JSON.
-Arguments that are not a JSON object become ``{INVALID_ARGUMENTS_KEY: <raw text>}``: the tool never
-runs with guessed input, and the argument check sends the model an error it can act on.
-
-The SDK is imported inside the functions that need it, never when ``subagents`` is imported.
+Compatible servers (Ollama, vLLM, llama.cpp, LM Studio) differ in small ways, all handled: no
+``usage``, tool calls without ids, ``content`` as a string or parts, deltas without ``index``, and
+arguments that are not a JSON object (they become ``{INVALID_ARGUMENTS_KEY: <raw text>}``: the tool
+never runs with guessed input; the model gets an error it can act on).  The SDK is imported inside
+the functions that need it, never when ``subagents`` is imported.
 """
 
 from __future__ import annotations
