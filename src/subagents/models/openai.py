@@ -36,15 +36,8 @@ if TYPE_CHECKING:
 
     from .resolve import ModelSpec
 
-__all__ = [
-    "INVALID_ARGUMENTS_KEY",
-    "OpenAIConnection",
-    "OpenAIModel",
-    "from_openai",
-    "from_spec",
-    "parse_arguments",
-    "to_openai",
-]
+__all__ = ["INVALID_ARGUMENTS_KEY", "OpenAIConnection", "OpenAIModel", "from_openai", "from_spec", "parse_arguments",
+           "to_openai"]
 
 PROVIDER = "OpenAI API"
 KEY_HINT = "set OPENAI_API_KEY or [providers.openai] api_key"
