@@ -247,10 +247,12 @@ class AttackSuite:
 
     async def test_allow_git_opens_git_but_not_its_hooks_and_config(self, ws: Path, home: Path) -> None:
         ctx = self.make(ws, home, allow_git=True)
-        await run(ctx, "echo x > .git/objects/probe; echo x > .git/hooks/pre-commit; echo x >> .git/config")
+        await run(ctx, "echo x > .git/objects/probe; echo x > .git/hooks/pre-commit; echo x >> .git/config; "
+                       "mkdir -p .git/modules/lib/hooks && echo x > .git/modules/lib/hooks/post-checkout")
         assert exists(ws / ".git" / "objects" / "probe")
         assert not exists(ws / ".git" / "hooks" / "pre-commit")
         assert "x\n" not in read(ws / ".git" / "config")
+        assert not exists(ws / ".git" / "modules" / "lib")  # submodules' gitdirs hold hooks and configs too
 
     async def test_allow_git_cannot_swap_git_for_one_with_hooks(self, ws: Path, home: Path) -> None:
         # Renaming .git would carry the read-only hooks away and leave room for a .git of the command's own.

@@ -8,7 +8,8 @@ paths through it, the shell sandbox turns its lists into read-only and hidden mo
 - ``hidden``: paths no agent tool may read (the run store's files, credential locations in
   ``$HOME``, the user config dir of ``subagents``, plus ``[sandbox] deny_read``);
 - ``shell_readonly``: what the shell sandbox binds read-only inside the writable workspace (the
-  protected paths; with ``allow_git`` the shell may write ``.git`` except its hooks and config).
+  protected paths; with ``allow_git`` the shell may write ``.git`` except its hooks, config and
+  ``modules``).
 
 >>> import tempfile
 >>> ws = Workspace(tempfile.mkdtemp())
@@ -92,7 +93,9 @@ class Workspace:
         self.protected: tuple[Path, ...] = tuple(dict.fromkeys(p for p in protected if p not in unprotect))
         git = self.root / ".git"
         if self.policy.allow_git and git in self.protected:
-            shell = [p for p in self.protected if p != git] + [git / "hooks", git / "config"]
+            # what can make git run code or reach elsewhere stays read-only: hooks, configs, submodules' gitdirs
+            shell = [p for p in self.protected if p != git] + [git / "hooks", git / "config", git / "modules"]
+            shell += [p for p in (git / "config.worktree",) if p.exists()]
         else:
             shell = list(self.protected)
         self.shell_readonly: tuple[Path, ...] = tuple(shell)
