@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -65,3 +66,8 @@ def none_marked(mark: str, timeout: float = 5.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+SANDBOX_PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+"""A Python that commands inside the shell sandbox can run: the base interpreter, not the virtualenv's, which may
+live under the host's /tmp (a CI clone) that the sandbox replaces with a private one.  Standard library only."""

@@ -14,7 +14,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -25,6 +24,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from procutil import SANDBOX_PYTHON
 from subagents.models.base import AgentInfo
 from subagents.sandbox import SandboxPolicy, Workspace
 from subagents.sandbox.shell import ShellSandbox, kill_all_process_groups, live_process_groups
@@ -312,8 +312,10 @@ class AttackSuite:
 
     async def test_no_udp_egress_without_network(self, ctx: ToolContext, udp_server: socket.socket) -> None:
         port = udp_server.getsockname()[1]
-        script = f"import socket as s; s.socket(s.AF_INET, s.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port}))"
-        await run(ctx, f"{sys.executable} -c \"{script}\"; echo hi > /dev/udp/127.0.0.1/{port}")
+        script = (f"import socket as s\ntry: s.socket(s.AF_INET, s.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port}))"
+                  "\nexcept OSError as e: print('TRIED', e.errno)\nelse: print('TRIED')")
+        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\"; echo hi > /dev/udp/127.0.0.1/{port}")
+        assert "TRIED" in out  # the attempt really ran (bubblewrap: into its own loopback; Landlock: refused)
         with pytest.raises(BlockingIOError):
             udp_server.recv(100)
 
@@ -323,9 +325,11 @@ class AttackSuite:
         assert udp_server.recv(100) == b"hi\n"
 
     async def test_cannot_connect_to_a_unix_socket_of_the_host(self, ctx: ToolContext, unix_server: str) -> None:
-        script = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')"
-        out = await run(ctx, f"{sys.executable} -c \"{script}\" {unix_server}; ls /run /var/run")
+        script = ("import socket, sys\ntry: socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print('CONNECTED')"
+                  "\nexcept OSError as e: print('REFUSED', e.errno)")
+        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {unix_server}; ls /run /var/run")
         assert "CONNECTED" not in out
+        assert "REFUSED" in out  # the attempt really ran (and failed)
         assert unix_server.rsplit("/", 1)[1] not in out
 
     async def test_cannot_signal_the_runtime(self, ctx: ToolContext) -> None:

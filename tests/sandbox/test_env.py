@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from procutil import SANDBOX_PYTHON
 from subagents.sandbox import SandboxPolicy, Workspace
 from subagents.sandbox.env import ALLOWED, is_secret_name, scrubbed_env
 from subagents.sandbox.shell import ShellSandbox
@@ -57,7 +57,7 @@ async def test_a_spawned_process_gets_exactly_the_scrubbed_environment(
     ws = Workspace(tmp_path, SandboxPolicy(mode=mode, env_passthrough=("MYAPP_*", "GITHUB_TOKEN")))
     box = ShellSandbox(ws)
     assert box.backend == mode
-    proc = await box.spawn([sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
+    proc = await box.spawn([SANDBOX_PYTHON, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
                            env_extra={"SUBAGENTS_AGENT": "a1"})
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err

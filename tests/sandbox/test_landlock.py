@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from procutil import SANDBOX_PYTHON
 from subagents.sandbox import SandboxPolicy, Workspace, landlock, spawnthread
 from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
@@ -47,7 +48,7 @@ class TestLandlock(AttackSuite):
         # itself while the network is off.  Directory listings are allowed everywhere, so the
         # socket's name can be seen.
         script = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')"
-        out = await run(ctx, f"{sys.executable} -c \"{script}\" {unix_server}")
+        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {unix_server}")
         assert "CONNECTED" not in out
         assert "PermissionError" in out
 
@@ -57,7 +58,7 @@ class TestLandlock(AttackSuite):
         # does not cover UNIX sockets.  bubblewrap hides /run instead.
         ctx = self.make(ws, home, network=True)
         script = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')"
-        out = await run(ctx, f"{sys.executable} -c \"{script}\" {unix_server}")
+        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {unix_server}")
         assert "CONNECTED" in out
 
     async def test_a_process_that_leaves_the_group_still_ends(self, ctx: ToolContext) -> None:
