@@ -42,7 +42,7 @@ PEER_MAX_N = 1000
 # (row key, target value, unit, lower is better) - from the issue
 TARGETS = {
     "cycle_us": 250.0, "fan1000_ms": 250.0, "fan1000_mb": 100.0, "fan10000_ms": 2500.0,
-    "wake_us": 1000.0, "restore_ms": 2000.0, "import_ms": 150.0, "help_ms": 300.0,
+    "wake_us": 1000.0, "restore_ms": 2000.0, "import_ms": 150.0, "help_ms": 300.0, "bash_bwrap_added_ms": 10.0,
 }
 
 
@@ -168,6 +168,16 @@ def main() -> None:
                              + (f", {orphans:,} were not" if orphans else ""))
             progress(f"rep{rep} subagents restore {r['finished']:,}+{r['open']:,}: {r['open_ms']:.0f} ms")
 
+        # (6) permission checks and (7) the shell sandbox (each script interleaves its variants)
+        r = log("subagents", run_json([PY, str(HERE / "authority.py"), "--iters", str(iters), "--rounds", "2"], ROOT))
+        for k in ("floor", "default", "rules+hooks"):
+            add("subagents", f"auth_{k}_us", r[k]["median_us"])
+        r = log("subagents", run_json([PY, str(HERE / "sandbox.py"), "--n", "100" if a.quick else "200"], ROOT))
+        for k in ("off", "bwrap", "landlock"):
+            add("subagents", f"bash_{k}_ms", r["rows"][k]["median_us"] / 1e3)
+        add("subagents", "bash_bwrap_added_ms", r["added_over_off"]["bwrap"]["median_us"] / 1e3)
+        progress(f"rep{rep} authority and sandbox measured")
+
     # (5) cold start: interleaved rounds of launches; median of round medians
     if not a.skip_cold:
         cold: list[tuple[str, str, list[str]]] = [
@@ -224,7 +234,14 @@ def render(s: dict[str, dict[str, Any]], peers: list[str], ns: list[int], versio
              ("(5) `python -c \"import <framework>\"`, ms", "import_ms", 0, "import_ms"),
              ("(5) … net of bare python, ms", "import_net", 0, None),
              ("(5) `subagents --help`, ms", "help_ms", 0, "help_ms"),
-             ("(5) … net of bare python, ms", "help_net", 0, None)]
+             ("(5) … net of bare python, ms", "help_net", 0, None),
+             ("(6) delegation cycle, plain-asyncio floor, µs", "auth_floor_us", 0, None),
+             ("(6) delegation cycle, `default` mode, memory store, µs", "auth_default_us", 0, None),
+             ("(6) … with 20 rules + 2 callback hooks, µs", "auth_rules+hooks_us", 0, None),
+             ("(7) `bash true`, no sandbox, ms", "bash_off_ms", 2, None),
+             ("(7) `bash true`, bubblewrap, ms", "bash_bwrap_ms", 2, None),
+             ("(7) `bash true`, Landlock, ms", "bash_landlock_ms", 2, None),
+             ("(7) … bubblewrap's added cost, ms", "bash_bwrap_added_ms", 2, "bash_bwrap_added_ms")]
     py_peer = s.get("peers-python", {}).get("python_ms")
 
     def val(fw: str, key: str) -> float | None:
