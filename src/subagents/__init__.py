@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .authority.approvals import ApprovalRequest, Decision
-from .authority.hooks import HookInput, HookResult
 from .definitions.model import AgentDefinition
 from .exceptions import (
     ConfigError,
@@ -31,6 +32,9 @@ from .runtime.result import RunResult
 from .runtime.runtime import AgentHandle, AgentSummary, Runtime
 from .runtime.status import Outcome, Status
 from .tools.base import Tool, ToolCategory, ToolContext, tool
+
+if TYPE_CHECKING:
+    from .authority.hooks import HookInput, HookResult
 
 __version__ = "0.1.0"
 
@@ -69,3 +73,12 @@ __all__ = [
     "__version__",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The hook types load on first use (``import subagents`` stays fast)."""
+    if name in ("HookInput", "HookResult"):
+        from .authority import hooks
+
+        return getattr(hooks, name)
+    raise AttributeError(f"module 'subagents' has no attribute {name!r}")

@@ -13,7 +13,6 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..sandbox.shell import ShellSandbox
 from ..sandbox.workspace import Workspace
 from ..sandbox.worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 from .node import AgentNode
@@ -30,6 +29,8 @@ async def enter(node: AgentNode, base: Workspace) -> str | None:
             await create_worktree(wt)
         except (WorktreeError, OSError) as e:
             return f"could not create its worktree: {e}"
+    from ..sandbox.shell import ShellSandbox  # loaded when a worktree is used
+
     ws = Workspace(wt.root, base.policy)
     ws.add_hidden(base.hidden)  # the run store and the credentials stay hidden from inside the worktree too
     ctx = node.core.ctx

@@ -29,7 +29,6 @@ from ..models.base import Model
 from ..models.pricing import set_price_overrides
 from ..models.resolve import resolve_model
 from ..sandbox.policy import SandboxPolicy
-from ..sandbox.shell import ShellSandbox
 from ..sandbox.workspace import Workspace
 from ..store import RunRecord, Store, open_store
 from ..tools.agents import AGENT_TOOLS
@@ -147,6 +146,8 @@ class Runtime:
                                      permission_mode=s.permission_mode),
             control_factory=ManagerControl,
         )
+        from ..sandbox.shell import ShellSandbox  # loaded with the first Runtime, not on `import subagents`
+
         self.manager.sandbox = ShellSandbox(self.workspace, policy)
         if self.sandbox_warning:
             warnings.warn(UnconfinedShellWarning(self.sandbox_warning), stacklevel=2)

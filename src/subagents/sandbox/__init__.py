@@ -9,9 +9,23 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .policy import CREDENTIAL_PATHS, DEFAULT_PROTECTED, SandboxPolicy
-from .shell import SandboxUnavailable, ShellSandbox, kill_all_process_groups
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .shell import SandboxUnavailable, ShellSandbox, kill_all_process_groups
 
 __all__ = ["CREDENTIAL_PATHS", "DEFAULT_PROTECTED", "SandboxPolicy", "SandboxUnavailable", "ShellSandbox", "Workspace",
            "kill_all_process_groups"]
+
+_LAZY = {"SandboxUnavailable", "ShellSandbox", "kill_all_process_groups"}
+
+
+def __getattr__(name: str) -> Any:
+    """The shell sandbox loads on first use (``import subagents`` stays fast)."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(".shell", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 
 __all__ = ["fsync_dir", "replace_file"]
 
@@ -21,7 +20,7 @@ _TEMP_TRIES = 5
 
 
 def _temp_name(name: str) -> str:
-    return f".{name[:120]}.{secrets.token_hex(4)}.tmp"
+    return f".{name[:120]}.{os.urandom(4).hex()}.tmp"
 
 
 def _write_all(fd: int, data: bytes) -> None:

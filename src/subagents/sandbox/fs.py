@@ -23,7 +23,6 @@ setting ``_state.openat2 = False``.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import platform
@@ -65,13 +64,7 @@ class _State:
 _state = _State()
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
-
-
 _syscall: Any = None
-_hows: dict[tuple[int, int, int], _OpenHow] = {}
-_HOW_SIZE = ctypes.sizeof(_OpenHow)
 
 
 def openat2(dirfd: int, path: str, flags: int, mode: int = 0,
@@ -81,19 +74,10 @@ def openat2(dirfd: int, path: str, flags: int, mode: int = 0,
     if _SYS_OPENAT2 is None:
         raise OSError(errno.ENOSYS, "openat2 is not available on this platform", path)
     if _syscall is None:
-        fn = ctypes.CDLL(None, use_errno=True).syscall  # a private CDLL: argtypes set here stay here
-        fn.restype = ctypes.c_long
-        fn.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_OpenHow), ctypes.c_size_t)
-        _syscall = fn
-    key = (flags, mode, resolve)
-    how = _hows.get(key)
-    if how is None:  # a handful of distinct ones: keep them (the kernel only reads them)
-        how = _hows[key] = _OpenHow(flags, mode, resolve)
-    fd = int(_syscall(_SYS_OPENAT2, dirfd, os.fsencode(path), how, _HOW_SIZE))
-    if fd < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e), path)
-    return fd
+        from ._openat2 import make_openat2  # ctypes loads with the first file tool call, not on import
+
+        _syscall = make_openat2(_SYS_OPENAT2)
+    return int(_syscall(dirfd, path, flags, mode, resolve))
 
 
 def _proc() -> bool:

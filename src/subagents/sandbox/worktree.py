@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +60,8 @@ def find_repo(start: Path) -> Path | None:
 
 def plan_worktree(root: Path, nickname: str, agent_id: str) -> Worktree:
     """Check that a worktree can be made for a child of the workspace ``root`` (fast: no git call yet)."""
+    import shutil  # not loaded on `import subagents`
+
     if shutil.which("git") is None:
         raise WorktreeError("isolation 'worktree' needs git, and git is not installed (or not on PATH); install "
                             "git, or spawn the agent without isolation")
