@@ -212,3 +212,47 @@ def test_settings_field_names_are_stable() -> None:
     names = [f for f in Settings.__dataclass_fields__]
     assert names[:12] == ["model_default", "max_threads", "max_depth", "briefing", "result_max_chars", "store_url",
                           "on_restart", "archive_after_minutes", "bash_timeout_s", "providers", "pricing", "sources"]
+
+
+def test_permission_sandbox_and_limit_keys(dirs: tuple[Path, Path, dict[str, str]]) -> None:
+    project, user, env = dirs
+    uf = write(user_file(user), '[permissions]\nallow = ["bash(ls*)"]\n[sandbox]\nunprotect = [".qwen"]\n'
+                                'protect = ["a"]\n')
+    pf = write(project_file(project), '[permissions]\nmode = "bypassPermissions"\nallow = ["write_file"]\n'
+                                      'approval_timeout_s = 30\n[sandbox]\nprotect = ["b"]\nnetwork = true\n'
+                                      '[limits]\nmax_turns = 0\nroot_max_turns = 9\n'
+                                      '[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = "g.sh"\ntimeout_s = 5\n'
+                                      '[[hooks.PreToolUse]]\ncommand = "h.sh"\non_error = "block"\n')
+    s = load_settings(project, env={**env, "SUBAGENTS_PERMISSION_MODE": "acceptEdits"})
+    assert (s.permission_mode, s.sources["permissions.mode"]) == ("autoEdit", "env SUBAGENTS_PERMISSION_MODE")
+    assert s.allow == ["bash(ls*)", "write_file"]  # lists add up: user file, then project file
+    assert s.sources["permissions.allow"] == f"{uf}, {pf}"
+    assert (s.protect, s.unprotect, s.sandbox_network) == (["a", "b"], [".qwen"], True)
+    assert (s.child_max_turns, s.root_max_turns, s.approval_timeout_s) == (0, 9, 30.0)
+    assert s.hooks == {"PreToolUse": [{"matcher": "bash", "command": "g.sh", "timeout_s": 5.0},
+                                      {"command": "h.sh", "on_error": "block"}]}
+    assert s.sources["hooks.PreToolUse[1]"] == str(pf)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[sandbox]\nunprotect = [".git"]\n', "[sandbox] unprotect is read only from your user config file"),
+        ('[permissions]\nmode = "careful"\n', "[permissions] mode must be one of 'plan', 'default', 'autoEdit', "
+                                             "'yolo', 'acceptEdits', 'bypassPermissions', got \"careful\""),
+        ("[permissions]\nallow = \"bash\"\n", '[permissions] allow must be a list of strings, got "bash"'),
+        ("[sandbox]\nnetwork = 1\n", "[sandbox] network must be a boolean, got 1"),
+        ('[[hooks.PreToolUse]]\nmatcher = "bash"\n', "[[hooks.PreToolUse]] needs a command"),
+        ('[[hooks.BeforeTool]]\ncommand = "x"\n', "unknown hook event [[hooks.BeforeTool]]"),
+        ('[[hooks.Stop]]\ncommand = "x"\non_error = "maybe"\n',
+         "[[hooks.Stop]] on_error must be one of 'allow', 'block', got \"maybe\""),
+        ('[hooks]\nStop = "x"\n', 'hooks.Stop must be an array of tables ([[hooks.Stop]]), got "x"'),
+    ],
+)
+def test_bad_authority_settings_say_what_is_wrong(dirs: tuple[Path, Path, dict[str, str]], text: str,
+                                                  message: str) -> None:
+    project, _, env = dirs
+    write(project_file(project), text)
+    with pytest.raises(ConfigError) as e:
+        load_settings(project, env=env)
+    assert message in str(e.value)

@@ -43,4 +43,8 @@ def show(cwd: Path, as_json: bool) -> int:
 
 
 def _fmt(v: Any) -> str:
-    return "-" if v is None else json.dumps(v) if isinstance(v, str) else str(v)
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return json.dumps(v) if isinstance(v, (str, list, dict)) else str(v)
