@@ -60,7 +60,27 @@ from ._schema import SCHEMA_VERSION, migrate
 from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
 from .memory import new_owner_id
 
-__all__ = ["SQLiteStore"]
+__all__ = ["GITIGNORE", "SQLiteStore", "write_gitignore"]
+
+#: What ``.subagents/.gitignore`` holds: the state stays out of git, config and agent definitions may go in.
+GITIGNORE = """\
+# Written by subagents when it first created its state here: the run store (state.db and its
+# WAL files) must never be committed; the project's config and agent definitions may be.
+*
+!.gitignore
+!config.toml
+!agents/
+!agents/**
+"""
+
+
+def write_gitignore(directory: Path) -> None:
+    """Create ``directory/.gitignore`` (:data:`GITIGNORE`) when ``directory`` is a ``.subagents`` directory
+    and has none; an existing file is never overwritten, and a failure never stops the store."""
+    if directory.name != ".subagents":
+        return
+    with contextlib.suppress(OSError), open(directory / ".gitignore", "x", encoding="utf-8") as f:
+        f.write(GITIGNORE)
 
 def _error(path: Path, e: BaseException, doing: str) -> StoreError:
     """A :class:`StoreError` naming the file, what went wrong and what to do."""
@@ -114,6 +134,7 @@ class SQLiteStore:
 
     # -- opening --------------------------------------------------------------------------------
     def _open(self, timeout: float, durable: bool) -> sqlite3.Connection:
+        creating = not self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -134,6 +155,8 @@ class SQLiteStore:
                 raise
             conn.execute("COMMIT")
             self.migrated_from = found
+            if creating:
+                write_gitignore(self.path.parent)
         except ValueError as e:
             conn.close()
             raise StoreError(f"the run store {self.path} has schema version {e.args[0]}, newer than the "
