@@ -374,30 +374,28 @@ async def test_resume_keeps_the_full_conversation(workdir: Path) -> None:
     assert r.text == "first task / first task / second task"
 
 
-async def test_budgets_are_carved_from_the_parent_and_returned(workdir: Path) -> None:
-    seen: dict[str, Any] = {}
+async def test_budgets_are_carved_from_the_parent_and_charged_to_it_as_they_go(workdir: Path) -> None:
+    root_calls: list[int] = []
 
     def fn(req: ModelRequest) -> ModelResponse:
         if req.agent.depth == 1:
             return ModelResponse(text="spent", tool_calls=[ToolCall("list_dir", {})], usage=Usage(300, 0))
-        n = len(req.messages)
-        if n == 1:
-            return ModelResponse(tool_calls=[spawn("explore", "spend")], usage=Usage(100, 0))
-        if n == 3:
-            budget = rt.manager.nodes[req.agent.id].core.budget
-            seen["after"] = (budget.tokens, budget.reserved_tokens)
-            seen["child"] = last_results(req)[0]
-            return ModelResponse(text="root done", usage=Usage(10, 0))
-        return ModelResponse(text="?")
+        root_calls.append(len(req.messages))
+        return ModelResponse(tool_calls=[spawn("explore", "spend")], usage=Usage(100, 0))
 
     async with runtime(workdir, fn) as rt:
         r = await rt.run("go", limits=Limits(max_tokens=1000))
         child = next(n for n in rt.manager.nodes.values() if n.depth == 1)
+        root = rt.manager.nodes[r.id]
     assert child.limits.max_tokens == 900  # the root had spent 100 of 1000 when it spawned
-    assert seen["after"] == (100 + 1200, 0)  # the child's spend was charged, its reservation returned
-    assert "outcome limit (max_tokens)" in seen["child"]
-    assert "[the agent did not complete normally: Exceeded max_tokens=900 (tokens=1200)" in seen["child"]
-    assert r.outcome is Outcome.LIMIT  # the tree's budget is spent: the root stops too
+    assert child.result is not None
+    assert child.result.outcome is Outcome.LIMIT
+    assert child.result.error == "Used up max_tokens=900 (tokens=900): no budget left for another model call"
+    assert root.core.budget is not None
+    assert root.core.budget.tokens == 100 + 900
+    assert root_calls == [1]  # the tree's budget is spent: the root makes no call it cannot pay for
+    assert r.outcome is Outcome.LIMIT
+    assert r.error.startswith("Used up max_tokens=1000 (tokens=1000)")
 
 
 @pytest.mark.parametrize(

@@ -81,22 +81,24 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
             allow: Sequence[str] = (), deny: Sequence[str] = ()) -> int:
     """Run one prompt with progress output; return the exit code (0 ok, 1 failed or stopped).
 
-    SIGTERM and SIGHUP stop the run like Ctrl-C does: every agent is closed, every process group its
-    commands started is killed, and the exit status is 128 + the signal's number (143, 129).
+    SIGTERM, SIGHUP and Ctrl-C (SIGINT) stop the run: every agent is closed and recorded as
+    ``interrupted`` (resumable with ``subagents runs resume``), every process group its commands
+    started is killed, and the exit status is 128 + the signal's number (143, 129, 130).
     """
     from ..exceptions import SubagentsError, UserError
     from ..sandbox.shell import kill_all_process_groups
 
     received: list[int] = []
+    runtimes: list[Any] = []  # the run's Runtime, once made: a signal marks its agents interrupted
 
     async def main() -> RunResult:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, _stop, task, sig, received)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            loop.add_signal_handler(sig, _stop, task, sig, received, runtimes)
         return await _run(model, prompt, workdir=workdir, settings=settings, agent=agent, limits=limits,
-                          as_json=as_json, tools=tools, allow=allow, deny=deny)
+                          as_json=as_json, tools=tools, allow=allow, deny=deny, runtimes=runtimes)
 
     try:
         result = asyncio.run(main())
@@ -117,15 +119,17 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
     return _report(result, as_json)
 
 
-def _stop(task: asyncio.Task[Any], sig: int, received: list[int]) -> None:
+def _stop(task: asyncio.Task[Any], sig: int, received: list[int], runtimes: list[Any]) -> None:
     if not received:
         received.append(sig)
+        for rt in runtimes:  # recorded as interrupted (resumable), not cancelled
+            rt.interrupting(signal.Signals(sig).name)
         task.cancel()
 
 
 async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str,
                limits: Limits | None, as_json: bool, tools: Sequence[Any], allow: Sequence[str],
-               deny: Sequence[str]) -> RunResult:
+               deny: Sequence[str], runtimes: list[Any]) -> RunResult:
     from ..exceptions import UnconfinedShellWarning
     from ..runtime.runtime import Runtime
     from .approve import Notices, TerminalApprover
@@ -140,6 +144,7 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
         warnings.simplefilter("ignore", UnconfinedShellWarning)
         rt = Runtime(model, workdir=workdir, settings=settings, tools=tuple(tools), approver=approver,
                      allow=allow, deny=deny)
+    runtimes.append(rt)
     async with rt:
         if as_json:
             out = JsonLines(sys.stdout)

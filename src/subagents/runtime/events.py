@@ -129,11 +129,23 @@ class EventBus:
         self._subs.clear()
         self._refresh()
 
-    async def subscribe(self) -> AsyncIterator[Event]:
-        """Iterate over events from now on until the bus closes (or the consumer stops)."""
+    def subscribe(self) -> AsyncIterator[Event]:
+        """Every event from this call on, until the bus closes (or the consumer stops iterating).
+
+        The subscription starts here, not at the first iteration: nothing published in between is
+        lost.  Iterate it (or ``aclose()`` it) — an iterator never started keeps its events queued.
+        """
         sub = _Subscription()
         self._subs.append(sub)
         self._refresh()
+        return _Stream(self, sub, self._iterate(sub))
+
+    def _drop(self, sub: _Subscription) -> None:
+        if sub in self._subs:
+            self._subs.remove(sub)
+            self._refresh()
+
+    async def _iterate(self, sub: _Subscription) -> AsyncIterator[Event]:
         loop = asyncio.get_running_loop()
         try:
             while True:
@@ -145,9 +157,29 @@ class EventBus:
                 await sub.waiter
                 sub.waiter = None
         finally:
-            if sub in self._subs:
-                self._subs.remove(sub)
-                self._refresh()
+            self._drop(sub)
+
+
+class _Stream:
+    """The iterator :meth:`EventBus.subscribe` returns; dropping or closing it ends the subscription."""
+
+    __slots__ = ("_bus", "_gen", "_sub")
+
+    def __init__(self, bus: EventBus, sub: _Subscription, gen: AsyncIterator[Event]) -> None:
+        self._bus, self._sub, self._gen = bus, sub, gen
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> Event:
+        return await self._gen.__anext__()
+
+    async def aclose(self) -> None:
+        await self._gen.aclose()  # type: ignore[attr-defined]
+        self._bus._drop(self._sub)
+
+    def __del__(self) -> None:
+        self._bus._drop(self._sub)
 
 
 class Gate:

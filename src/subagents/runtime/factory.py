@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from ..authority.permissions import MODE_PROMPTS, narrow_mode
 from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, SpawnError
+from ..messages import Usage
 from ..models.base import Model
+from ..models.pricing import cost_of
 from ..tools.base import Tool, ToolCategory, ToolRegistry
 from .limits import Limits
 from .prompts import build_system_prompt
 
-__all__ = ["AgentFactory", "Grant", "ManagerSettings"]
+__all__ = ["AgentFactory", "Grant", "ManagerSettings", "check_priced"]
 
 
 class ManagerSettings:
@@ -153,3 +155,14 @@ class AgentFactory:
                 base, d.system_prompt, workdir=workdir, is_child=is_child, briefing=briefing, notes=notes,
                 mode_line=MODE_PROMPTS.get(mode, ""))
         return system
+
+
+def check_priced(model: Model, limits: Limits) -> None:
+    """Refuse a cost limit the runtime could not enforce: ``model`` has no known price."""
+    if limits.max_cost_usd is None or cost_of(model, Usage(1000, 1000)) is not None:
+        return
+    name = str(getattr(model, "name", "") or type(model).__name__)
+    raise SpawnError(
+        f"max_cost_usd={limits.max_cost_usd} cannot be enforced: the model {name!r} has no known price. Set it in "
+        f'.subagents/config.toml as [pricing."{name}"] input = ..., output = ... (USD per million tokens), '
+        "or run without a cost limit")

@@ -64,58 +64,100 @@ _NO_LIMITS = Limits()
 
 
 class Budget:
-    """What one run may still spend: its own use plus what its children used or hold reserved.
+    """What a run has spent, charged live to every ancestor's budget: one pool per tree.
 
-    A child's token and cost limits are reserved from its parent's remaining budget when it is
-    spawned (:meth:`carve`) and the unused part returns when it ends (:meth:`release`); the wall
-    clock deadline of a child never passes its parent's.
+    A child's budget hangs under its parent's (``parent``).  Every model call's tokens and cost are
+    added to the child and to each ancestor at once, and :meth:`check` fails when *any* of them is
+    over its limit, so siblings share what their parent has left and a whole tree never spends more
+    than its root's limit plus the model calls in flight when it is reached (one per running agent).
+    Nothing is reserved up front: a child spawned first cannot starve its siblings or its parent.
+    :meth:`carve` gives a child its own limits, capped by what is left; the wall-clock deadline of a
+    child never passes its parent's.
     """
 
-    __slots__ = ("cost", "deadline", "limits", "reserved_cost", "reserved_tokens", "started", "tokens")
+    __slots__ = ("_bounded", "cost", "deadline", "limits", "parent", "started", "tokens")
 
-    def __init__(self, limits: Limits, *, now: float | None = None) -> None:
+    def __init__(self, limits: Limits, *, now: float | None = None, parent: Budget | None = None) -> None:
         self.limits = limits
+        self.parent = parent
         self.started = time.monotonic() if now is None else now
         self.deadline = None if limits.timeout_s is None else self.started + limits.timeout_s
         self.tokens = 0
         self.cost = 0.0
-        self.reserved_tokens = 0
-        self.reserved_cost = 0.0
+        own = limits.max_tokens is not None or limits.max_cost_usd is not None
+        self._bounded: bool = own or (parent is not None and parent._bounded)
+
+    def chain(self) -> list[Budget]:
+        """This budget and its ancestors', nearest first."""
+        out: list[Budget] = []
+        b: Budget | None = self
+        while b is not None:
+            out.append(b)
+            b = b.parent
+        return out
 
     def add(self, usage: Usage, cost: float | None) -> None:
-        self.tokens += usage.input_tokens + usage.output_tokens
-        if cost is not None:
-            self.cost += cost
+        """Charge one model call here and to every ancestor."""
+        n = usage.input_tokens + usage.output_tokens
+        b: Budget | None = self
+        while b is not None:
+            b.tokens += n
+            if cost is not None:
+                b.cost += cost
+            b = b.parent
 
     def check(self) -> None:
-        """Raise :class:`LimitExceeded` if spent + reserved passes a limit."""
-        self.limits.check_tokens(self.tokens + self.reserved_tokens)
-        if self.limits.max_cost_usd is not None:
-            self.limits.check_cost(self.cost + self.reserved_cost)
+        """Raise :class:`LimitExceeded` if this run or any ancestor has spent more than its limit."""
+        if not self._bounded:
+            return
+        for i, b in enumerate(self.chain()):
+            try:
+                b.limits.check_tokens(b.tokens)
+                b.limits.check_cost(b.cost if b.limits.max_cost_usd is not None else None)
+            except LimitExceeded as e:
+                raise _shared(e, i) from None
+
+    def exhausted(self) -> LimitExceeded | None:
+        """Before a model call: the limit (here or above) that is already fully spent, if any."""
+        if not self._bounded:
+            return None
+        for i, b in enumerate(self.chain()):
+            lim = b.limits
+            if lim.max_tokens is not None and b.tokens >= lim.max_tokens:
+                return _shared(_spent("max_tokens", lim.max_tokens, b.tokens, b.tokens > lim.max_tokens), i)
+            if lim.max_cost_usd is not None and b.cost >= lim.max_cost_usd:
+                return _shared(_spent("max_cost_usd", lim.max_cost_usd, round(b.cost, 6), b.cost > lim.max_cost_usd), i)
+        return None
 
     def remaining_s(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
+    def left(self) -> tuple[int | None, float | None]:
+        """Tokens and cost still to spend before some limit here or above is reached (``None``: no limit)."""
+        tokens: int | None = None
+        cost: float | None = None
+        for b in self.chain():
+            if b.limits.max_tokens is not None:
+                t = b.limits.max_tokens - b.tokens
+                tokens = t if tokens is None else min(tokens, t)
+            if b.limits.max_cost_usd is not None:
+                c = b.limits.max_cost_usd - b.cost
+                cost = c if cost is None else min(cost, c)
+        return tokens, cost
+
     def carve(self, wanted: Limits) -> Limits:
-        """Limits for a child: ``wanted`` capped by what is left here, and reserve them."""
-        lim = self.limits
+        """Limits for a child: ``wanted`` capped by what is left here (and above); nothing is reserved."""
+        tokens_left, cost_left = self.left()
         tokens = wanted.max_tokens
-        reserved = 0
-        if lim.max_tokens is not None:
-            left = lim.max_tokens - self.tokens - self.reserved_tokens
-            if left <= 0:
-                raise LimitExceeded("max_tokens", lim.max_tokens, self.tokens + self.reserved_tokens)
-            tokens = left if tokens is None else min(tokens, left)
-            reserved = tokens
-            self.reserved_tokens += reserved
+        if tokens_left is not None:
+            if tokens_left <= 0:
+                raise self.exhausted() or LimitExceeded("max_tokens", self.limits.max_tokens, self.tokens)
+            tokens = tokens_left if tokens is None else min(tokens, tokens_left)
         cost = wanted.max_cost_usd
-        if lim.max_cost_usd is not None:
-            left_c = lim.max_cost_usd - self.cost - self.reserved_cost
-            if left_c <= 0:
-                self.reserved_tokens -= reserved
-                raise LimitExceeded("max_cost_usd", lim.max_cost_usd, round(self.cost + self.reserved_cost, 6))
-            cost = left_c if cost is None else min(cost, left_c)
-            self.reserved_cost += cost
+        if cost_left is not None:
+            if cost_left <= 0:
+                raise self.exhausted() or LimitExceeded("max_cost_usd", self.limits.max_cost_usd, round(self.cost, 6))
+            cost = cost_left if cost is None else min(cost, cost_left)
         timeout = wanted.timeout_s
         rem = self.remaining_s()
         if rem is not None:
@@ -123,11 +165,20 @@ class Budget:
             timeout = rem if timeout is None else min(timeout, rem)
         return Limits(wanted.max_turns, tokens, timeout, cost)
 
-    def release(self, carved: Limits, used: Budget) -> None:
-        """A child ended: return its reservation and charge what it really spent."""
-        if self.limits.max_tokens is not None and carved.max_tokens is not None:
-            self.reserved_tokens -= carved.max_tokens
-        if self.limits.max_cost_usd is not None and carved.max_cost_usd is not None:
-            self.reserved_cost -= carved.max_cost_usd
-        self.tokens += used.tokens
-        self.cost += used.cost
+
+def _shared(e: LimitExceeded, level: int) -> LimitExceeded:
+    """``e`` raised by an ancestor's budget (``level`` > 0) says whose it is."""
+    if level == 0:
+        return e
+    whose = "its parent's" if level == 1 else f"an ancestor's ({level} levels up)"
+    out = LimitExceeded(e.limit, e.value, e.seen)
+    out.args = (f"{e} — {whose} budget, shared by the whole tree below it, is spent",)
+    return out
+
+
+def _spent(limit: str, value: float, seen: float, over: bool) -> LimitExceeded:
+    e = LimitExceeded(limit, value, seen)
+    if not over:  # exactly at the limit: nothing was exceeded, there is just nothing left for a call
+        e.args = (f"Used up {limit}={value} ({limit.removeprefix('max_')}={seen}): no budget left for another "
+                  "model call",)
+    return e

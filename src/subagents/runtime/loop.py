@@ -214,6 +214,9 @@ class AgentCore:
             self.limits.check_turns(self.turns + 1)
         except LimitExceeded as e:
             return Stopped(Outcome.LIMIT, e.limit, str(e))
+        spent = self.budget.exhausted() if self.budget is not None else None
+        if spent is not None:  # a sibling or a child spent the shared budget: no call that cannot be paid for
+            return Stopped(Outcome.LIMIT, spent.limit, str(spent))
         self.turns += 1
         if self.bus.active:
             self.emit("turn_start", turn=self.turns, usage=self.usage.to_dict())

@@ -36,7 +36,7 @@ from ..tools.base import Tool, ToolContext
 from . import isolation as worktrees
 from . import waiting
 from .events import EventBus
-from .factory import AgentFactory, Grant, ManagerSettings
+from .factory import AgentFactory, Grant, ManagerSettings, check_priced
 from .ids import new_agent_id
 from .limits import Budget, Limits
 from .loop import AgentCore, Stopped
@@ -86,6 +86,8 @@ class AgentManager(Recording):
         self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
         self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
         self.control = control_factory(self) if control_factory is not None else None
+        # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
+        self.stop_as: tuple[Outcome, str] = (Outcome.CANCELLED, "closed before it finished")
 
     # ------------------------------------------------------------------------------------------
     # lookup (see AgentTree)
@@ -151,14 +153,9 @@ class AgentManager(Recording):
             except LimitExceeded as e:
                 raise SpawnError(f"cannot spawn: the parent's budget is used up ({e}); finish with what you have "
                                  "or raise the parent's limit") from None
-            try:
-                node = self._build(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
-                                   history, grant, isolation=isolation or d.isolation)
-            except BaseException:
-                if carved_from is not None:
-                    carved_from.release(carved, Budget(Limits()))
-                raise
-            node.carved_from = carved_from
+            check_priced(mdl, carved)
+            node = self._build(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
+                               history, grant, isolation=isolation or d.isolation)
             node.holds_slot = reservation.held
             reservation.commit()
         # 8. record; 9. start
@@ -179,7 +176,12 @@ class AgentManager(Recording):
                isolation: str | None = None) -> AgentNode:
         # ``ids``: (id, nickname) of a run restored from the store (see recovery.adopt)
         agent_id = new_agent_id() if ids is None else ids[0]
-        nickname = self.nicknames.take(d.name, d.nickname_candidates) if ids is None else ids[1]
+        if ids is not None:
+            nickname = self.nicknames.adopt(ids[1], d.name)
+        elif parent is None:
+            nickname = self.nicknames.take_root(d.name, d.nickname_candidates, self.store)
+        else:
+            nickname = self.nicknames.take(d.name, d.nickname_candidates)
         info = AgentInfo(agent_id, nickname, d.name, depth, parent.id if parent else None)
         # 5. prompt layering: the base is inherited verbatim from the root
         base = self.cfg.base_prompt
@@ -208,7 +210,7 @@ class AgentManager(Recording):
                          limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup, mode=grant.mode,
                          narrowed=grant.notes, worktree=worktree)
         core.system_prefix = len(base) if base and system.startswith(base) else 0
-        core.budget = Budget(limits)
+        core.budget = Budget(limits, parent=parent.core.budget if parent is not None else None)
         core.on_message = self._message_sink(node)
         core.inbox.on_deliver = self._delivered_sink(node)
         return node
@@ -227,7 +229,7 @@ class AgentManager(Recording):
             else:
                 result = await node.core.run(prompt)
         except asyncio.CancelledError:
-            result = node.core.result(Stopped(Outcome.CANCELLED, None, "closed before it finished"))
+            result = node.core.result(Stopped(self.stop_as[0], None, self.stop_as[1]))
             if not node.closing:  # cancelled from outside (runtime shutdown): finish, then propagate
                 await self._leave_worktree(node, result)
                 self._finish(node, result)
@@ -250,10 +252,6 @@ class AgentManager(Recording):
         node.result = result
         node.status = result.status
         self.slots.release(node)
-        if node.carved_from is not None:
-            node.carved_from.release(node.limits, node.core.budget or Budget(node.limits))
-            node.carved_from = None
-        self.nicknames.release(node.nickname)
         parent = self.nodes.get(node.parent_id) if node.parent_id else None
         ann = None
         if node.background and parent is not None:
@@ -320,9 +318,8 @@ class AgentManager(Recording):
             except LimitExceeded as e:
                 raise SpawnError(f"cannot resume: the parent's budget is used up ({e})") from None
             node.limits = carved
-            node.carved_from = budget_from
             node.core.limits = carved
-            node.core.budget = Budget(carved)
+            node.core.budget = Budget(carved, parent=budget_from)
             node.holds_slot = reservation.held
             node.closing = False
             reservation.commit()
@@ -358,7 +355,8 @@ class AgentManager(Recording):
         for n in victims:  # a task cancelled before its first step never ran _drive
             if not n.status.is_final():
                 n.runs = max(n.runs, 1)
-                self._finish(n, n.core.result(Stopped(Outcome.CANCELLED, None, "closed before it started")))
+                why = self.stop_as[1] if self.stop_as[0] is Outcome.INTERRUPTED else "closed before it started"
+                self._finish(n, n.core.result(Stopped(self.stop_as[0], None, why)))
         assert node.result is not None
         return node.result
 

@@ -10,7 +10,7 @@ from ..definitions.model import AgentDefinition
 from ..models.base import AgentInfo
 from ..sandbox.worktree import Worktree
 from ..store.base import AnnouncementRecord
-from .limits import Budget, Limits
+from .limits import Limits
 from .loop import AgentCore
 from .result import RunResult
 from .status import Status
@@ -40,7 +40,6 @@ class AgentNode:
     waiters: list[Callable[[AgentNode], None]] = field(default_factory=list)
     followups: list[AnnouncementRecord] = field(default_factory=list)
     holds_slot: bool = False
-    carved_from: Budget | None = None
     closing: bool = False
     runs: int = 0
     mode: str = "default"  # the permission mode it runs in

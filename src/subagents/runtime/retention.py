@@ -52,5 +52,6 @@ class Retention:
             return False
         for n in tree:
             del mgr.nodes[n.id]
+            mgr.nicknames.release(n.nickname)
         mgr._todos.pop(root_id, None)
         return True

@@ -42,8 +42,9 @@ from .recovery import RestoreReport, adopt_tree, record_result
 from .recovery import restore as restore_runs
 from .result import RunResult
 from .retention import Retention
-from .status import Status
+from .status import Outcome, Status
 from .sweeper import Sweeper
+from .waiting import wait_stored
 from .wiring import build_authority
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
@@ -207,6 +208,14 @@ class Runtime:
         self.bus.close()
         self.store.close()
 
+    def interrupting(self, why: str) -> None:
+        """From now on, agents closed by a shutdown end as ``interrupted`` (resumable), not ``cancelled``.
+
+        For a process being stopped (a signal): ``why`` says by what, e.g. ``"SIGTERM"``.
+        """
+        self.manager.stop_as = (Outcome.INTERRUPTED, f"interrupted: the process was stopped ({why}) before this "
+                                "agent finished; resume it with: subagents runs resume <id> <message>")
+
     # -- running --------------------------------------------------------------------------------
     async def run(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
                   model: Model | str | None = None) -> RunResult:
@@ -276,9 +285,16 @@ class Runtime:
 
     async def wait(self, agent_ids: Sequence[str] | None = None, timeout: float | None = None) -> dict[str, RunResult]:
         """Wait for agents (all unfinished ones when ``agent_ids`` is None); unfinished ones are absent."""
-        ids = list(agent_ids) if agent_ids is not None else [
-            n.id for n in self.manager.nodes.values() if not n.status.is_final()]
-        results, _, _ = await self.manager.wait(ids, timeout)
+        if agent_ids is None:
+            ids = [n.id for n in self.manager.nodes.values() if not n.status.is_final()]
+            return (await self.manager.wait(ids, timeout))[0]
+        here = [r for r in agent_ids if self.manager.find(r) is not None]
+        stored = [rec for r in agent_ids if r not in here and (rec := self._record(r)) is not None]
+        if len(here) + len(stored) < len(agent_ids):  # unknown everywhere: the manager says which, clearly
+            self.manager.tree.require(next(r for r in agent_ids if r not in here and self._record(r) is None))
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        results = (await self.manager.wait(here, timeout))[0] if here else {}
+        results.update(await wait_stored(self.store, [rec.run_id for rec in stored], deadline))
         return results
 
     async def close(self, agent_id: str) -> RunResult:

@@ -9,10 +9,14 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
+from ..store import Store
 from .node import AgentNode
 from .result import RunResult
 
-__all__ = ["wait_all", "wait_one"]
+STORE_POLL_S = 0.2
+"""How often :func:`wait_stored` looks at runs another process is running."""
+
+__all__ = ["wait_all", "wait_one", "wait_stored"]
 
 
 async def wait_all(nodes: list[AgentNode], timeout: float | None, *, any_: bool = False
@@ -68,3 +72,20 @@ async def wait_one(node: AgentNode, close: Callable[[str], Awaitable[RunResult]]
         raise
     assert node.result is not None
     return node.result
+
+
+async def wait_stored(store: Store, ids: list[str], deadline: float | None) -> dict[str, RunResult]:
+    """Runs this process does not hold: finished ones at once, the others (another process runs
+    them) once the store says they ended, until ``deadline`` (loop time); unfinished ones are absent."""
+    from .recovery import record_result
+
+    results: dict[str, RunResult] = {}
+    loop = asyncio.get_running_loop()
+    while True:
+        for run_id in ids:
+            rec = store.get_run(run_id) if run_id not in results else None
+            if rec is not None and rec.is_final:
+                results[run_id] = record_result(rec)
+        if len(results) == len(ids) or (deadline is not None and loop.time() >= deadline):
+            return results
+        await asyncio.sleep(STORE_POLL_S if deadline is None else min(STORE_POLL_S, max(deadline - loop.time(), 0)))
