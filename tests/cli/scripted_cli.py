@@ -51,7 +51,17 @@ def sleeper(req: ModelRequest) -> ModelResponse:
     return ModelResponse("woke up")
 
 
-SCRIPTS = {"write_two": write_two, "delegate": delegate, "sleeper": sleeper}
+async def hang(req: ModelRequest) -> ModelResponse:
+    """Touches ``<prompt's last word>.started`` in the workspace, then never answers (to be signalled)."""
+    import asyncio
+    from pathlib import Path
+
+    Path(req.messages[0].text.split()[-1] + ".started").touch()  # noqa: ASYNC240 - a test's marker, once
+    await asyncio.Event().wait()
+    return ModelResponse("never")
+
+
+SCRIPTS = {"write_two": write_two, "delegate": delegate, "sleeper": sleeper, "hang": hang}
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[2:], model=FunctionModel(SCRIPTS[sys.argv[1]])))

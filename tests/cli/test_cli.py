@@ -67,7 +67,7 @@ def test_entry_exits_with_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
     ("argv", "message"),
     [
         (["nope"], "No such command 'nope'."),
-        (["run"], "Missing argument 'PROMPT'."),
+        (["run"], "Error: missing the prompt: give it as an argument"),
         (["run", "hi", "--max-turns", "0"], "Invalid value for '--max-turns'"),
         (["run", "hi", "--timeout", "soon"], "Invalid value for '--timeout'"),
         (["run", "hi", "--cwd", "/does/not/exist"], "Invalid value for '--cwd'"),

@@ -92,7 +92,7 @@ def test_cancel_an_orphan_directly_and_a_live_run_by_request(db: Path, capsys: p
     assert run(db, "cancel", "explore-ada") == 2
     assert "has already ended (completed); nothing to cancel" in capsys.readouterr().err
     assert run(db, "cancel", "explore-grace") == 0
-    assert capsys.readouterr().out == ("Cancelled 1 run(s): no live process owned explore-grace, so the store was "
+    assert capsys.readouterr().out == ("Cancelled 1 run: no live process owned explore-grace, so the store was "
                                        "updated directly.\n")
     s = SQLiteStore(db)
     try:
@@ -116,6 +116,6 @@ def test_resume_an_orphan_here(db: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_sweep(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(db, "sweep") == 0  # the two finished runs ended in 1970: long past archive_after_minutes
-    assert capsys.readouterr().out == "Archived 2 run(s), deleted 0 run(s).\n"
+    assert capsys.readouterr().out == "Archived 2 runs, deleted 0 runs.\n"
     assert run(db, "list", "--json") == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [KID2]

@@ -3,14 +3,40 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
+from .common import cwd_option, workdir
+
+if TYPE_CHECKING:
+    from ..definitions.loader import DefinitionSet
+
 __all__ = ["agents"]
 
-_CWD = click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
-                    help="Project directory whose .subagents/agents/ (and .claude/agents/) are read.")
+_CWD = cwd_option("Project directory whose .subagents/agents/ (and .claude/agents/) are read.")
+
+
+@contextmanager
+def _quiet_loader() -> Iterator[None]:
+    """The loader logs each skipped definition; the commands print them themselves (once)."""
+    logger = logging.getLogger("subagents.definitions")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
+
+
+def _load() -> DefinitionSet:
+    from ..definitions import load_definitions
+
+    with _quiet_loader():
+        return load_definitions(workdir().resolve())
 
 
 @click.group()
@@ -21,11 +47,9 @@ def agents() -> None:
 @agents.command("list")
 @_CWD
 @click.option("--json", "as_json", is_flag=True, help="Print the definitions as JSON.")
-def list_(cwd: Path, as_json: bool) -> int:
+def list_(as_json: bool) -> int:
     """List every agent type with its source and the definitions it shadows."""
-    from ..definitions import load_definitions
-
-    defs = load_definitions(cwd.resolve())
+    defs = _load()
     for w in defs.warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
@@ -48,11 +72,11 @@ def list_(cwd: Path, as_json: bool) -> int:
 @agents.command("show")
 @click.argument("name")
 @_CWD
-def show(name: str, cwd: Path) -> int:
+def show(name: str) -> int:
     """Print one resolved definition: its keys and its system prompt."""
-    from ..definitions import load_definitions
-
-    defs = load_definitions(cwd.resolve())
+    defs = _load()
+    for w in defs.warnings:
+        click.echo(f"warning: {w}", err=True)
     d = defs.get(name)  # DefinitionError (a UserError) -> exit 2 with the known types
     for key, value in d.to_dict().items():
         if key != "system_prompt" and value not in (None, [], ""):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
+
+from .common import cwd_option, workdir
 
 __all__ = ["config"]
 
@@ -17,13 +18,13 @@ def config() -> None:
 
 
 @config.command("show")
-@click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
-              help="Project directory whose .subagents/config.toml is read.")
+@cwd_option("Project directory whose .subagents/config.toml is read.")
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
-def show(cwd: Path, as_json: bool) -> int:
+def show(as_json: bool) -> int:
     """Print the effective settings and their source (API keys are masked)."""
     from ..config import load_settings, user_config_dir
 
+    cwd = workdir()
     settings = load_settings(cwd)
     files = {"project": cwd.resolve() / ".subagents" / "config.toml", "user": user_config_dir() / "config.toml"}
     if as_json:

@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
+from .common import cwd_option, workdir
 from .run import MODE_CHOICES
 
 __all__ = ["demo"]
 
 
 @click.command()
-@click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
-              help="Directory to survey (default: the current directory).")
+@cwd_option("Directory to survey (default: the current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Write one JSON event per line, then the result.")
 @click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Make each scripted model call take this long, to watch the agents in the live view "
                    "(default: 0.3 on a terminal, 0 otherwise).")
 @click.option("--permission-mode", type=click.Choice(MODE_CHOICES), default="autoEdit", show_default=True,
               help="The demo only writes its report, so file edits are allowed; pass 'default' to be asked first.")
-def demo(cwd: Path, as_json: bool, pace_s: float | None, permission_mode: str) -> int:
+def demo(as_json: bool, pace_s: float | None, permission_mode: str) -> int:
     """Survey a directory with a scripted model (no LLM, no key needed) and the real tools.
 
     The agent lists the directory, counts files by extension, greps for TODO/FIXME and Python
@@ -31,6 +30,7 @@ def demo(cwd: Path, as_json: bool, pace_s: float | None, permission_mode: str) -
     from ..demo import DEMO_LABEL, DEMO_PROMPT, REPORT_PATH, demo_model
     from .run import execute
 
+    cwd = workdir()
     settings = load_settings(cwd, overrides={"permission_mode": permission_mode})
     if not as_json:
         click.echo(f"subagents demo — {DEMO_LABEL} — real tools over {cwd.resolve()}", err=True)

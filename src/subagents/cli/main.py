@@ -1,8 +1,10 @@
 """``subagents``: the entry point, the lazily loaded command groups and the exit-code contract.
 
-Exit codes: 0 ok, 1 the run failed or a limit stopped it, 2 usage or configuration error,
-130 interrupted.  :func:`main` is the testable entry (``main(["run", "hi"], model=FunctionModel(...))``);
-:func:`entry` is the console script.
+Exit codes (the README's table): 0 ok; 1 the run failed or a limit stopped it; 2 usage or configuration
+error (a bad option, an unknown agent or run, a missing API key, a bad config file, a corrupt store);
+130 Ctrl-C; 143 SIGTERM; 129 SIGHUP.  Every expected error is one clear line (``error: ...``, or a JSON
+object with ``--json``), never a traceback.  :func:`main` is the testable entry
+(``main(["run", "hi"], model=FunctionModel(...))``); :func:`entry` is the console script.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from typing import Any
 
 import click
 
-__all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "cli", "entry", "main"]
+from .common import cwd_option, fail, wants_json
+
+__all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SIGHUP", "EXIT_SIGTERM", "EXIT_USAGE",
+           "cli", "entry", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_SIGTERM, EXIT_SIGHUP = 143, 129  # 128 + the signal's number, as shells report it
 
 #: command name -> "module:attribute"; a command module is imported only when it is used or listed.
 #: Groups still to come: agents, runs, chat, serve, worker.
@@ -60,6 +66,8 @@ def _version() -> str:
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=None, package_name="subagents", prog_name="subagents",
                       message="%(prog)s %(version)s")
+@cwd_option("Project directory for every command (each command also takes --cwd; default: the current "
+            "directory).")
 def cli() -> None:
     """subagents: a runtime for LLM agents built around the sub-agent.
 
@@ -74,29 +82,51 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None) -> int:
     ``model`` (a :class:`~subagents.models.Model`) replaces the configured model for ``run``;
     tests use it to drive the CLI with a ``FunctionModel``.
     """
-    from ..exceptions import UserError
+    from ..exceptions import StoreError, SubagentsError, UserError
 
     args = list(sys.argv[1:] if argv is None else argv)
+    as_json = wants_json(args)
     try:
         rv = cli.main(args=args, prog_name="subagents", standalone_mode=False, obj={"model": model})
     except click.exceptions.UsageError as e:
+        if as_json:
+            return fail(e.format_message(), EXIT_USAGE, as_json)
         e.show()
         return EXIT_USAGE
-    except click.exceptions.Abort:
-        click.echo("Interrupted.", err=True)
-        return EXIT_INTERRUPTED
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        return fail("interrupted.", EXIT_INTERRUPTED, as_json) if as_json else _interrupted()
     except click.ClickException as e:
+        if as_json:
+            return fail(e.format_message(), e.exit_code, as_json)
         e.show()
         return e.exit_code
-    except UserError as e:
-        click.echo(f"error: {e}", err=True)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        return EXIT_INTERRUPTED
+    except (UserError, StoreError) as e:  # a bad call, file or store: the person fixes it (the message says how)
+        return fail(str(e), EXIT_USAGE, as_json)
+    except SubagentsError as e:
+        return fail(str(e), EXIT_FAILED, as_json)
+    except BrokenPipeError:  # e.g. `subagents runs list | head`: the reader is gone, nothing more to tell
+        _silence_stdout()
+        return EXIT_FAILED
     return rv if isinstance(rv, int) else EXIT_OK
+
+
+def _interrupted() -> int:
+    click.echo("Interrupted.", err=True)
+    return EXIT_INTERRUPTED
+
+
+def _silence_stdout() -> None:
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no second error when Python flushes
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def entry() -> None:
     """The ``subagents`` console script."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from ..authority.names import MODE_ALIASES, MODES
 from ..config import NO_MODEL_HELP
+from .common import cwd_option, fail, workdir
 
 __all__ = ["NO_MODEL_MESSAGE", "execute", "run"]
 
@@ -27,12 +28,12 @@ MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[
 
 
 @click.command()
-@click.argument("prompt")
+@click.argument("prompt", required=False)
+@click.option("--prompt-file", metavar="PATH", help="Read the prompt from this file ('-': from stdin).")
 @click.option("--model", "model_name", metavar="PROVIDER:MODEL",
               help="Model to use, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, openai:<model>@<base_url>.")
 @click.option("--agent", default="general-purpose", show_default=True, help="Agent type of the root agent.")
-@click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
-              help="Workspace directory the agent works in (default: the current directory).")
+@cwd_option("Workspace directory the agent works in (default: the current directory).")
 @click.option("--max-turns", type=click.IntRange(min=1), help="Stop the run after this many model turns.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
               help="Stop the run after this many seconds (wall clock).")
@@ -47,32 +48,37 @@ MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[
 @click.option("--sandbox", "sandbox_mode", type=click.Choice(["auto", "bwrap", "landlock", "off"]), default=None,
               help="How bash is confined (default: [sandbox] mode, else auto). 'off' runs commands unconfined.")
 @click.pass_context
-def run(ctx: click.Context, prompt: str, model_name: str | None, agent: str, cwd: Path,
+def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_name: str | None, agent: str,
         max_turns: int | None, timeout_s: float | None, as_json: bool, permission_mode: str | None,
         allow: tuple[str, ...], deny: tuple[str, ...], sandbox_mode: str | None) -> int:
     """Run PROMPT with one agent and print its final answer.
+
+    PROMPT '-' reads the prompt from stdin (subagents run - < task.md); --prompt-file PATH reads it
+    from a file.
 
     On a terminal, calls that need approval (file edits and shell commands in the default permission
     mode) are asked there; elsewhere (--json, CI, a pipe) they are denied unless the mode or a rule
     allows them.
 
-    Exit status: 0 ok, 1 the run failed or a limit stopped it, 2 usage or configuration error.
+    Exit status: 0 ok, 1 the run failed or a limit stopped it, 2 usage or configuration error
+    (unknown agent, missing API key, bad config file, corrupt store), 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP.
     """
     from ..config import load_settings
+    from ..exceptions import ConfigError
     from ..runtime.limits import Limits
+    from .preflight import check_model, read_prompt
 
+    text = read_prompt(prompt, prompt_file)
+    cwd = workdir(ctx)
     settings = load_settings(cwd, overrides={"model_default": model_name, "permission_mode": permission_mode,
                                              "sandbox_mode": sandbox_mode})
     model: Any = (ctx.obj or {}).get("model") or settings.model_default
     if model is None:
-        click.echo(NO_MODEL_MESSAGE, err=True)
-        return 2
+        raise ConfigError(NO_MODEL_HELP)
     if isinstance(model, str):
-        from ..models.resolve import parse_model_string
-
-        parse_model_string(model)  # a malformed string is a usage error (exit 2) before anything starts
+        check_model(model, settings.providers)  # malformed, no SDK, no key: exit 2 before anything starts
     limits = Limits(max_turns=max_turns, timeout_s=timeout_s)
-    return execute(model, prompt, workdir=cwd, settings=settings, agent=agent, limits=limits, as_json=as_json,
+    return execute(model, text, workdir=cwd, settings=settings, agent=agent, limits=limits, as_json=as_json,
                    allow=allow, deny=deny)
 
 
@@ -85,11 +91,12 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
     ``interrupted`` (resumable with ``subagents runs resume``), every process group its commands
     started is killed, and the exit status is 128 + the signal's number (143, 129, 130).
     """
-    from ..exceptions import SubagentsError, UserError
+    from ..exceptions import StoreError, SubagentsError, UserError
     from ..sandbox.shell import kill_all_process_groups
 
     received: list[int] = []
     runtimes: list[Any] = []  # the run's Runtime, once made: a signal marks its agents interrupted
+    tree: list[RunResult] = []  # the results of the root's descendants, for the stats line
 
     async def main() -> RunResult:
         task = asyncio.current_task()
@@ -98,15 +105,14 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             loop.add_signal_handler(sig, _stop, task, sig, received, runtimes)
         return await _run(model, prompt, workdir=workdir, settings=settings, agent=agent, limits=limits,
-                          as_json=as_json, tools=tools, allow=allow, deny=deny, runtimes=runtimes)
+                          as_json=as_json, tools=tools, allow=allow, deny=deny, runtimes=runtimes, tree=tree)
 
     try:
         result = asyncio.run(main())
-    except UserError:
-        raise
+    except (UserError, StoreError):
+        raise  # a configuration error: exit 2, said by main()
     except SubagentsError as e:
-        click.echo(f"error: {e}", err=True)
-        return 1
+        return fail(str(e), 1, as_json)
     except asyncio.CancelledError:
         if not received:
             raise
@@ -116,7 +122,7 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
         return 128 + received[0]
     finally:
         kill_all_process_groups()  # nothing a command started outlives the run
-    return _report(result, as_json)
+    return _report(result, as_json, tree)
 
 
 def _stop(task: asyncio.Task[Any], sig: int, received: list[int], runtimes: list[Any]) -> None:
@@ -129,10 +135,11 @@ def _stop(task: asyncio.Task[Any], sig: int, received: list[int], runtimes: list
 
 async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str,
                limits: Limits | None, as_json: bool, tools: Sequence[Any], allow: Sequence[str],
-               deny: Sequence[str], runtimes: list[Any]) -> RunResult:
+               deny: Sequence[str], runtimes: list[Any], tree: list[RunResult]) -> RunResult:
     from ..exceptions import UnconfinedShellWarning
     from ..runtime.runtime import Runtime
     from .approve import Notices, TerminalApprover
+    from .preflight import tree_results
     from .render import JsonLines, LiveView
 
     live = not as_json and sys.stderr.isatty()
@@ -146,6 +153,7 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
                      allow=allow, deny=deny)
     runtimes.append(rt)
     async with rt:
+        rt.definitions.get(agent)  # an unknown agent type is a usage error (exit 2), not a failed run
         if as_json:
             out = JsonLines(sys.stdout)
             if rt.sandbox_warning:
@@ -161,20 +169,23 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
         if view is not None:
             with view:
                 rt.bus.on(view)
-                return await rt.run(prompt, agent=agent, limits=limits)
-        return await rt.run(prompt, agent=agent, limits=limits)
+                result = await rt.run(prompt, agent=agent, limits=limits)
+        else:
+            result = await rt.run(prompt, agent=agent, limits=limits)
+        tree.extend(tree_results(rt, result))
+        return result
 
 
 def _stderr_line(line: str) -> None:
     click.echo(line, err=True)
 
 
-def _report(result: RunResult, as_json: bool) -> int:
+def _report(result: RunResult, as_json: bool, tree: Sequence[RunResult] = ()) -> int:
     ok = str(result.outcome) == "ok"
     if not as_json:
         if result.text:
             click.echo(result.text)
-        click.echo(result.stats_line(), err=True)
+        click.echo(result.stats_line(tree), err=True)
         if not ok:
             why = result.error or (f"limit {result.limit}" if result.limit else str(result.outcome))
             partial = " (the partial answer is above)" if result.text else ""

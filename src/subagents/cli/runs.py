@@ -1,6 +1,9 @@
 """``subagents runs``: look at and steer the runs recorded in a project's store.
 
 IDs may be given whole, as a unique prefix (4+ characters) or as a nickname (the latest run with it).
+``--cwd`` and ``--store`` go before or after the command (``runs --cwd X list`` = ``runs list --cwd X``).
+The commands that only read (``list``, ``show``, ``tree``, ``tail``, ``wait``) never create a store: with
+none yet, they say so.
 Runs owned by another live process are steered through the store: ``cancel`` and ``resume`` leave a
 request that the owner's sweeper carries out within a few seconds.  Runs whose process is gone are
 changed directly (``cancel``) or taken over by this process (``resume``, which needs a model).
@@ -12,33 +15,51 @@ import asyncio
 import dataclasses
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from ..exceptions import UserError
-from ..store.base import AuditRecord, RunRecord, Store
+from ..store.base import RunRecord, Store
+from .common import cwd_option, store_option, store_url, workdir
+from .runs_text import age, audit_line, descendants, echo_message
 
-__all__ = ["resolve_run", "runs"]
+__all__ = ["audit_line", "resolve_run", "runs"]
 
 POLL_S = 0.2  # tail/wait read another process's store: they can only poll it
 
 
+class NoStore(UserError):
+    """A read-only command found no store to read."""
+
+
 @contextmanager
 def _open(ctx: click.Context) -> Iterator[Store]:
+    """The project's store; a :class:`NoStore` error when its file does not exist yet (none is created)."""
     from ..config import load_settings
-    from ..store import open_store
+    from ..store import DEFAULT_STORE_URL, open_store
 
-    cwd: Path = ctx.obj["runs_cwd"]
-    url = ctx.obj.get("runs_store") or load_settings(cwd).store_url
+    cwd = workdir(ctx).resolve()
+    url = store_url(ctx) or load_settings(cwd).store_url or DEFAULT_STORE_URL
+    path = _sqlite_path(url, cwd)
+    if path is not None and not path.exists():
+        raise NoStore(f"there is no run store yet at {path}: runs are recorded there by 'subagents run' "
+                      "(or a Runtime) in this project; pass --cwd DIR or --store URL to read another one")
     store = open_store(url, cwd)
     try:
         yield store
     finally:
         store.close()
+
+
+def _sqlite_path(url: str, cwd: Path) -> Path | None:
+    if not url.startswith("sqlite://"):
+        return None
+    p = Path(url.removeprefix("sqlite:///").removeprefix("sqlite://"))
+    return p if p.is_absolute() else cwd / p
 
 
 def resolve_run(store: Store, ref: str) -> RunRecord:
@@ -50,7 +71,10 @@ def resolve_run(store: Store, ref: str) -> RunRecord:
     by_nick = [r for r in all_runs if r.nickname == ref]
     if by_nick:
         return by_nick[-1]
-    hits = [r for r in all_runs if r.run_id.startswith(ref)] if len(ref) >= 4 else []
+    if len(ref) < 4:
+        raise UserError(f"no run has the id or nickname {ref!r}, and an id prefix needs at least 4 characters; "
+                        "'subagents runs list --all' shows the runs with their ids and nicknames")
+    hits = [r for r in all_runs if r.run_id.startswith(ref)]
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
@@ -59,35 +83,40 @@ def resolve_run(store: Store, ref: str) -> RunRecord:
     raise UserError(f"no run matches {ref!r}; 'subagents runs list --all' shows the runs with their ids and nicknames")
 
 
-def _age(t: float | None, now: float) -> str:
-    if not t:
-        return "-"
-    s = max(now - t, 0.0)
-    return f"{s:.0f}s" if s < 90 else f"{s / 60:.0f}m" if s < 5400 else f"{s / 3600:.1f}h"
+_CWD_HELP = "Project directory whose store to read (default: the current directory)."
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _where(f: F) -> F:
+    """``--cwd`` and ``--store``, accepted after the command as well as before it."""
+    return cwd_option(_CWD_HELP)(store_option()(f))
 
 
 @click.group()
-@click.option("--cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
-              help="Project directory whose store to read (default: the current directory).")
-@click.option("--store", "store_url", metavar="URL", help="Store URL (default: [store] url, or "
-              "sqlite:///.subagents/state.db under the project).")
-@click.pass_context
-def runs(ctx: click.Context, cwd: Path, store_url: str | None) -> None:
-    """List, inspect and steer recorded runs."""
-    ctx.ensure_object(dict)
-    ctx.obj["runs_cwd"] = cwd
-    ctx.obj["runs_store"] = store_url
+@_where
+def runs() -> None:
+    """List, inspect and steer recorded runs.
+
+    --cwd and --store may be given before or after the command.
+    """
 
 
 @runs.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Include archived runs.")
 @click.option("--status", type=click.Choice(["pending_init", "running", "completed", "errored", "shutdown"]))
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of run records.")
+@_where
 @click.pass_context
 def list_cmd(ctx: click.Context, show_all: bool, status: str | None, as_json: bool) -> int:
     """List runs, oldest first (archived ones only with --all)."""
-    with _open(ctx) as store:
-        recs = store.list_runs(include_archived=show_all, status=status)
+    try:
+        with _open(ctx) as store:
+            recs = store.list_runs(include_archived=show_all, status=status)
+    except NoStore as e:
+        click.echo(f"No runs: {e}.", err=as_json)
+        if as_json:
+            click.echo("[]")
+        return 0
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in recs], indent=1))
         return 0
@@ -99,13 +128,14 @@ def list_cmd(ctx: click.Context, show_all: bool, status: str | None, as_json: bo
     click.echo(f"{'ID':<10} {'NICKNAME':<{nw}} {'TYPE':<16} {'STATUS':<12} {'OUTCOME':<11} {'D':>1} {'AGE':>5}  LABEL")
     for r in recs:
         click.echo(f"{r.run_id[:8]:<10} {r.nickname:<{nw}} {r.agent_type[:16]:<16} {r.status:<12} "
-                   f"{(r.outcome or '-'):<11} {r.depth:>1} {_age(r.created_at, now):>5}  {r.label[:50]}")
+                   f"{(r.outcome or '-'):<11} {r.depth:>1} {age(r.created_at, now):>5}  {r.label[:50]}")
     return 0
 
 
 @runs.command("show")
 @click.argument("run_ref", metavar="ID")
 @click.option("--json", "as_json", is_flag=True)
+@_where
 @click.pass_context
 def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
     """Show a run's record, stats and result."""
@@ -114,6 +144,7 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
     with _open(ctx) as store:
         rec = resolve_run(store, run_ref)
         audit = store.audit_of(rec.run_id)
+        tree_recs = descendants(store, rec)
     if as_json:
         click.echo(json.dumps({**rec.to_dict(), "audit": [dataclasses.asdict(a) for a in audit]}, indent=1))
         return 0
@@ -123,7 +154,7 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
         click.echo(f"{key + ':':<23}{getattr(rec, key)}")
     click.echo(f"{'task:':<23}{rec.task}")
     if rec.is_final:
-        click.echo(f"{'stats:':<23}{record_result(rec).stats_line()}")
+        click.echo(f"{'stats:':<23}{record_result(rec).stats_line(record_result(r) for r in tree_recs)}")
     if rec.error:
         click.echo(f"{'error:':<23}{rec.error}")
     if audit:
@@ -135,31 +166,9 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
     return 0
 
 
-def audit_line(a: AuditRecord) -> str:
-    """One audit entry as a person reads it: who allowed or refused what, and why."""
-    d = a.data
-    call = f"{d.get('tool')}({_short(d.get('arguments'))})" if d.get("tool") else ""
-    if a.kind == "approval":
-        by = d.get("by") or "approver"
-        extra = f" as {d['rule']!r}" if d.get("rule") else ""
-        msg = f": {d['message']}" if d.get("message") else ""
-        return f"approval  {call} {d.get('decision')}{extra} by {by} after {d.get('waited_s', 0):g} s{msg}"
-    if a.kind == "denied":
-        return f"denied    {call}: {d.get('reason')}"
-    if a.kind == "hook_blocked":
-        return f"blocked   {call or d.get('event', '')} by a hook: {d.get('reason')}"
-    if a.kind == "hook_error":
-        return f"hook err  {d.get('event')} {d.get('hook')} ({d.get('source') or 'python'}): {d.get('message')}"
-    return f"{a.kind}  {json.dumps(d, default=str)[:200]}"
-
-
-def _short(args: object, n: int = 80) -> str:
-    text = json.dumps(args, ensure_ascii=False, default=str) if args is not None else ""
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 @runs.command("tree")
 @click.argument("root_ref", metavar="ROOT_ID")
+@_where
 @click.pass_context
 def tree(ctx: click.Context, root_ref: str) -> int:
     """Show the agent tree under a run, with statuses."""
@@ -183,6 +192,7 @@ def tree(ctx: click.Context, root_ref: str) -> int:
 @runs.command("tail")
 @click.argument("run_ref", metavar="ID")
 @click.option("--no-follow", is_flag=True, help="Print the transcript so far and stop.")
+@_where
 @click.pass_context
 def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
     """Print a run's transcript, then follow it until the run ends."""
@@ -192,7 +202,7 @@ def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
         while True:
             msgs = store.transcript(rec.run_id)
             for m in msgs[seen:]:
-                _echo_message(m)
+                echo_message(m)
             seen = len(msgs)
             now = store.get_run(rec.run_id)
             if now is None:
@@ -206,19 +216,10 @@ def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
             time.sleep(POLL_S)
 
 
-def _echo_message(m: Any) -> None:
-    for b in m.content:
-        if b.kind == "text":
-            click.echo(f"{m.role}: {b.text}")
-        elif b.kind == "tool_use":
-            click.echo(f"{m.role}: -> {b.name}({json.dumps(b.arguments, ensure_ascii=False)[:200]})")
-        else:
-            click.echo(f"{m.role}: <- {'error: ' if b.is_error else ''}{b.content[:300]}")
-
-
 @runs.command("wait")
 @click.argument("run_ref", metavar="ID")
 @click.option("--timeout", type=click.FloatRange(min=0), help="Give up after this many seconds (exit 1).")
+@_where
 @click.pass_context
 def wait(ctx: click.Context, run_ref: str, timeout: float | None) -> int:
     """Wait until a run ends; exit 0 if it completed, 1 otherwise (or on timeout)."""
@@ -241,6 +242,7 @@ def wait(ctx: click.Context, run_ref: str, timeout: float | None) -> int:
 
 @runs.command("cancel")
 @click.argument("run_ref", metavar="ID")
+@_where
 @click.pass_context
 def cancel(ctx: click.Context, run_ref: str) -> int:
     """Cancel a run and its descendants (through its owner if it is alive)."""
@@ -262,7 +264,7 @@ def cancel(ctx: click.Context, run_ref: str) -> int:
             store.finish_run(r.run_id, {"status": "shutdown", "outcome": "cancelled", "ended_at": now,
                                         "error": "cancelled with 'subagents runs cancel' while no process ran it"},
                              None)
-        click.echo(f"Cancelled {len(victims)} run(s): no live process owned {rec.nickname}, so the store was "
+        click.echo(f"Cancelled {_n(len(victims), 'run')}: no live process owned {rec.nickname}, so the store was "
                    "updated directly.")
         return 0
 
@@ -285,6 +287,7 @@ def _under(r: RunRecord, top: str, store: Store) -> bool:
 @click.argument("run_ref", metavar="ID")
 @click.argument("message")
 @click.option("--model", "model_name", metavar="PROVIDER:MODEL", help="Model for a run this process takes over.")
+@_where
 @click.pass_context
 def resume(ctx: click.Context, run_ref: str, message: str, model_name: str | None) -> int:
     """Give a finished run more work (MESSAGE), keeping its whole conversation."""
@@ -308,7 +311,7 @@ def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: s
     from ..config import load_settings
     from ..runtime.runtime import Runtime
 
-    cwd: Path = ctx.obj["runs_cwd"]
+    cwd = workdir(ctx)
     settings = load_settings(cwd, overrides={"model_default": model_name})
     root_obj = ctx.find_root().obj or {}
     model: Any = root_obj.get("model") or settings.model_default
@@ -317,7 +320,7 @@ def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: s
                         "or set [model] default")
 
     async def go() -> int:
-        async with Runtime(model, workdir=cwd, settings=settings, store=ctx.obj.get("runs_store")) as rt:
+        async with Runtime(model, workdir=cwd, settings=settings, store=store_url(ctx)) as rt:
             h = await rt.resume(rec.run_id, message)
             done = await rt.wait([h.id])
             result = done[h.id]
@@ -328,14 +331,23 @@ def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: s
 
 
 @runs.command("sweep")
+@_where
 @click.pass_context
 def sweep(ctx: click.Context) -> int:
     """Apply the cleanup policies now (archive kept runs past their time, delete delivered ones)."""
     from ..config import load_settings
     from ..runtime.sweeper import Sweeper
 
-    settings = load_settings(ctx.obj["runs_cwd"])
-    with _open(ctx) as store:
-        report = Sweeper(store, None, archive_after_minutes=settings.archive_after_minutes).sweep()
-    click.echo(f"Archived {len(report.archived)} run(s), deleted {len(report.deleted)} run(s).")
+    settings = load_settings(workdir(ctx))
+    try:
+        with _open(ctx) as store:
+            report = Sweeper(store, None, archive_after_minutes=settings.archive_after_minutes).sweep()
+    except NoStore as e:
+        click.echo(f"Nothing to sweep: {e}.")
+        return 0
+    click.echo(f"Archived {_n(len(report.archived), 'run')}, deleted {_n(len(report.deleted), 'run')}.")
     return 0
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"

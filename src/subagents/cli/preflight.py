@@ -1,0 +1,110 @@
+"""What ``subagents run`` checks before anything starts, and what it adds up after.
+
+* :func:`read_prompt`: the prompt from the argument, from stdin (``-``) or from ``--prompt-file``;
+* :func:`check_model`: a ``provider:model`` string is well formed, its SDK is installed and a key is
+  configured — a missing key is a configuration error (exit 2) found at once, not a failed run;
+* :func:`tree_results`: the results of every agent of a run's tree (the stats line counts them all).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..exceptions import ConfigError, UserError
+
+if TYPE_CHECKING:
+    from ..runtime.result import RunResult
+    from ..runtime.runtime import Runtime
+
+__all__ = ["check_model", "read_prompt", "tree_results"]
+
+_HOW = ("give it as an argument (subagents run \"...\"), '-' to read it from stdin "
+        "(subagents run - < prompt.md), or --prompt-file PATH")
+
+
+def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
+    """The prompt text; a usage error when it is missing, given twice, unreadable or empty."""
+    if prompt is not None and prompt_file is not None:
+        raise click.UsageError(f"give the prompt either as PROMPT or with --prompt-file, not both "
+                               f"(PROMPT was {_short(prompt)!r}, --prompt-file {prompt_file!r})")
+    if prompt is None and prompt_file is None:
+        raise click.UsageError(f"missing the prompt: {_HOW}")
+    if prompt_file is not None and prompt_file != "-":
+        try:
+            text = Path(prompt_file).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"the prompt file {prompt_file} is not UTF-8 text; save it as UTF-8") from None
+        except OSError as e:
+            raise UserError(f"cannot read the prompt file {prompt_file} ({e.strerror or e}); check the path "
+                            "(it is relative to the current directory, not to --cwd)") from None
+        if not text.strip():
+            raise UserError(f"the prompt file {prompt_file} is empty; write the prompt in it")
+        return text.strip()
+    if prompt is not None and prompt != "-":
+        if not prompt.strip():
+            raise UserError(f"the prompt is empty; {_HOW}")
+        return prompt
+    stdin = sys.stdin
+    if stdin is None or stdin.isatty():
+        raise UserError("'-' reads the prompt from stdin, but stdin is a terminal; pipe the prompt in "
+                        "(subagents run - < prompt.md, or: cat prompt.md | subagents run -) or use --prompt-file "
+                        "PATH")
+    try:
+        text = stdin.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read the prompt from stdin ({e}); use --prompt-file PATH") from None
+    if not text.strip():
+        raise UserError(f"the prompt read from stdin is empty; {_HOW}")
+    return text.strip()
+
+
+def check_model(spec: str, providers: Mapping[str, Mapping[str, Any]]) -> None:
+    """Raise :class:`ConfigError` when ``spec`` is malformed, its SDK is missing or it has no key."""
+    from ..models.resolve import parse_model_string
+
+    parsed = parse_model_string(spec)
+    opts = providers.get(parsed.provider, {})
+    if importlib.util.find_spec(parsed.provider) is None:
+        raise ConfigError(f"the {parsed.provider} SDK is not installed, and {spec!r} needs it; install it with "
+                          f"pip install 'subagents[{parsed.provider}]'")
+    if parsed.provider == "anthropic":
+        from ..models.anthropic import AnthropicConnection
+
+        a = AnthropicConnection.from_settings(opts)
+        has_key = a.client is not None or a.api_key is not None or bool(os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+        name, env = "Anthropic", "ANTHROPIC_API_KEY"
+    else:
+        from ..models.openai import OpenAIConnection
+
+        o = OpenAIConnection.from_settings(opts, parsed.base_url)
+        has_key = o.client is not None or o.api_key is not None
+        name, env = "OpenAI", "OPENAI_API_KEY"
+    if not has_key:
+        extra = (" (a local OpenAI-compatible server needs none: openai:<model>@http://localhost:11434/v1)"
+                 if parsed.provider == "openai" else "")
+        raise ConfigError(f"no {name} API key is configured for {spec!r}; export {env}=... or set "
+                          f"[providers.{parsed.provider}] api_key in .subagents/config.toml{extra}. "
+                          "To try subagents without a key: subagents demo")
+
+
+def tree_results(rt: Runtime, root: RunResult) -> list[RunResult]:
+    """The results of ``root``'s descendants as the store has them (progress so far for running ones)."""
+    from ..exceptions import StoreError
+    from ..runtime.recovery import record_result
+
+    try:
+        recs = rt.runs(include_archived=True)
+    except StoreError:  # the stats line is a courtesy: the run's own result is what matters
+        return []
+    return [record_result(r) for r in recs if r.root_id == root.id and r.run_id != root.id]
+
+
+def _short(text: str, n: int = 40) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
