@@ -35,8 +35,8 @@ def test_progress_shows_the_tree_indented_by_depth() -> None:
 def test_progress_marks_stopped_runs() -> None:
     p = Progress()
     p.update(ev("run_start", "general-purpose-ada", agent_type="general-purpose"))
-    p.update(ev("assistant_text", "general-purpose-ada", text="Looking\n  at   files", delta=False))
-    assert p.lines() == ["• general-purpose-ada: says: Looking at files  (turn 0, 0 tool calls)"]
+    p.update(ev("assistant_text", "general-purpose-ada", text="Looking\n  at   files\n", delta=False))
+    assert p.lines() == ["• general-purpose-ada: says: at files  (turn 0, 0 tool calls)"]  # the current line
     p.update(ev("run_end", "general-purpose-ada", status="errored", outcome="limit", turns=1))
     assert p.lines() == ["✗ general-purpose-ada: errored (limit)  (turn 1, 0 tool calls)"]
 

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from ..runtime.events import Event
     from ..runtime.result import RunResult
 
-__all__ = ["AgentRow", "JsonLines", "LiveView", "Progress", "no_color"]
+__all__ = ["AgentRow", "JsonLines", "LiveView", "Progress", "current_line", "no_color"]
+
+TEXT_KEPT = 4000  # characters of an agent's streamed text kept to find its current line
 
 
 def no_color() -> bool:
@@ -60,15 +62,27 @@ class AgentRow:
     tokens: int | None = None
     tool_calls: int = 0
     activity: str = "starting"
+    text: str = ""
+    """The text of the current turn so far (streamed chunks added up; only its tail is kept)."""
 
-    def line(self) -> str:
+    def line(self, width: int | None = None) -> str:
+        """The row; with ``width``, the activity is cut (with …) so that the row fits in it."""
         name = self.nickname or self.id[:8]
         kind = f" [{self.agent_type}]" if self.agent_type and not name.startswith(self.agent_type) else ""
         mark = "✓" if self.status == "completed" else "✗" if self.status in ("errored", "shutdown") else "•"
         stats = [f"turn {self.turns}", _n(self.tool_calls, "tool call")]
         if self.tokens is not None:
             stats.append(_n(self.tokens, "token"))
-        return f"{'  ' * self.depth}{mark} {name}{kind}: {self.activity}  ({', '.join(stats)})"
+        head, tail = f"{'  ' * self.depth}{mark} {name}{kind}: ", f"  ({', '.join(stats)})"
+        room = max(width - len(head) - len(tail), 8) if width is not None else 70
+        return f"{head}{_cut(self.activity, room)}{tail}"
+
+    def add_text(self, chunk: str, *, whole: bool = False) -> None:
+        """Add a streamed chunk (or, ``whole``, the turn's whole text) and show the current line."""
+        self.text = chunk if whole else (self.text + chunk)[-TEXT_KEPT:]
+        current = current_line(self.text)
+        if current:
+            self.activity = f"says: {current}"
 
 
 class Progress:
@@ -93,9 +107,9 @@ class Progress:
         if ev.kind == "turn_start":
             r.turns = int(d.get("turn", r.turns + 1))
             r.activity = "thinking"
+            r.text = ""
         elif ev.kind == "assistant_text":
-            text = " ".join(str(d.get("text", "")).split())
-            r.activity = f"says: {_cut(text, 60)}" if text else r.activity
+            r.add_text(str(d.get("text", "")), whole=not d.get("delta"))
         elif ev.kind == "tool_start":
             r.tool_calls += 1
             r.activity = f"{d.get('tool')}({_args(d.get('arguments'))})"
@@ -112,8 +126,8 @@ class Progress:
             outcome = d.get("outcome")
             r.activity = f"{r.status}" + (f" ({outcome})" if outcome and outcome != "ok" else "")
 
-    def lines(self) -> list[str]:
-        """Rows in tree order: each child right after its parent, indented by depth."""
+    def lines(self, width: int | None = None) -> list[str]:
+        """Rows in tree order: each child right after its parent, indented by depth (each fits ``width``)."""
         children: dict[str | None, list[AgentRow]] = {}
         for r in self.rows.values():
             parent = r.parent_id if r.parent_id in self.rows else None
@@ -122,7 +136,7 @@ class Progress:
 
         def walk(parent: str | None) -> None:
             for r in children.get(parent, []):
-                out.append(r.line())
+                out.append(r.line(width))
                 walk(r.id)
 
         walk(None)
@@ -179,8 +193,17 @@ class LiveView:
     def _renderable(self) -> Any:
         from rich.text import Text
 
-        lines = self.progress.lines() or ["• starting…"]
+        width = self._live.console.width if self._live is not None else None
+        lines = self.progress.lines(width) or ["• starting…"]
         return Text("\n".join(lines[-20:]), no_wrap=True, overflow="ellipsis")
+
+
+def current_line(text: str) -> str:
+    """The last non-empty line of ``text`` (the one being written), its whitespace collapsed."""
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return " ".join(line.split())
+    return ""
 
 
 def _tokens(r: AgentRow, d: dict[str, Any]) -> None:
