@@ -4,7 +4,9 @@ The script plays an agent that surveys a directory: ``list_dir`` the scope, then
 parallel read-only calls) ``glob`` every visible sub-directory, ``grep`` for TODO/FIXME markers and
 Python definitions and ``read_file`` the README, then ``write_file`` a report
 (:data:`REPORT_PATH`) and answer with a summary.  Every fact in the report and the answer is
-parsed from the tool results in the :class:`ModelRequest` — the script never touches the disk.
+parsed from the tool results in the :class:`ModelRequest` — the script never touches the disk.  When a
+tool capped its output (``[... N more ... not shown]``, ``[... stopped after ...]``, ``[... output
+truncated ...]``), the counts it fed are lower bounds and the report says "at least".
 
 :func:`demo_script` routes on who is asking (``request.agent.agent_type``) and what it may do
 (``request.tool_names``): a read-only agent (``explore``, or any agent without ``write_file``)
@@ -39,6 +41,7 @@ DEF_PATTERN = r"^\s*(async\s+def|def|class)\s"
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "env", "build", "dist", "site-packages", "target"})
 """Generated or vendored directories the survey does not descend into (hidden ones are skipped too)."""
 MAX_LISTED = 10
+MAX_ENTRIES = 50  # entries the report lists (all are counted)
 
 
 def demo_model(pace_s: float = 0.0) -> FunctionModel:
@@ -133,8 +136,9 @@ def survey(request: ModelRequest, *, write_report: bool) -> ModelResponse:
     if not names & {"glob", "grep", "read_file"}:
         calls = s.scan_calls()
         if calls:
-            return ModelResponse(f"[{DEMO_LABEL}] Scanning {len(s.dirs)} directories and "
-                                 f"{len(s.top_files)} files with {len(calls)} read-only tool calls.", calls)
+            return ModelResponse(f"[{DEMO_LABEL}] Scanning {_n(len(s.dirs), 'directory')} and "
+                                 f"{_n(len(s.top_files), 'file')} with {_n(len(calls), 'read-only tool call')}.",
+                                 calls)
     return conclude(s, done, write_report=write_report)
 
 
@@ -169,6 +173,13 @@ class Survey:
     notes: list[str] = field(default_factory=list)
     calls: int = 0
     delegated: list[str] = field(default_factory=list)
+    capped: set[str] = field(default_factory=set)
+    """The counts that are lower bounds (a tool capped its output): entries, files, todos, defs."""
+    merged: Counter[str] = field(default_factory=Counter)
+    """Counts the explore children reported: files, todos, todo_files, def_files."""
+    merged_exts: Counter[str] = field(default_factory=Counter)
+    child_todos: list[str] = field(default_factory=list)
+    """The TODO lines the children listed (their first ones; ``merged["todos"]`` counts them all)."""
 
     @classmethod
     def from_calls(cls, scope: str, done: list[Done]) -> Survey:
@@ -184,6 +195,9 @@ class Survey:
         return name if self.scope in (".", "") else f"{self.scope.rstrip('/')}/{name}"
 
     def _add_list_dir(self, d: Done) -> None:
+        if any(ln.startswith("[...") for ln in _lines(d.output)):
+            self.capped |= {"entries", "files"}
+            self.notes.append(f"list_dir {self.scope} was capped: only the entries it showed are counted")
         self.entries = [ln for ln in _lines(d.output) if not ln.startswith("[...")]
         if len(self.entries) == 1 and self.entries[0].endswith(" is empty."):
             self.entries = []
@@ -199,6 +213,7 @@ class Survey:
     def _add_glob(self, d: Done) -> None:
         for ln in _lines(d.output):
             if ln.startswith("[..."):
+                self.capped.add("files")
                 self.notes.append(f"glob in {d.arguments.get('path')} was capped: {ln.strip('[]. ')}")
             elif not ln.endswith("/") and not ln.startswith("No paths match"):
                 self.files.append(ln)
@@ -208,7 +223,9 @@ class Survey:
             m = re.match(r"^(.+?):(\d+): (.*)$", ln)
             if m is None:
                 if ln.startswith("[..."):
-                    self.notes.append(f"grep {d.arguments.get('pattern')!r} was capped: {ln.strip('[]. ')}")
+                    self.capped.add("todos" if d.arguments.get("pattern") == TODO_PATTERN else "defs")
+                    self.notes.append(f"grep {d.arguments.get('pattern')!r} in {d.arguments.get('path')} was "
+                                      f"capped: {ln.strip('[]. ')}")
                 continue
             if d.arguments.get("pattern") == TODO_PATTERN:
                 self.todos.append(ln)
@@ -227,21 +244,29 @@ class Survey:
 
     def _add_wait(self, d: Done) -> None:
         """Merge the facts each explore child reported (a JSON block after its report)."""
-        for header in re.findall(r"^\[agent (\S+) · id \S+ · \S+ · status (\S+) · outcome (\S+)", d.output, re.M):
-            self.delegated.append(f"{header[0]}: status {header[1]}, outcome {header[2]}")
-        for block in re.findall(r"```json\n(.*?)\n```", d.output, re.S):
+        headers = re.findall(r"^\[agent (\S+) · id \S+ · \S+ · status (\S+) · outcome (\S+)", d.output, re.M)
+        self.delegated += [f"{h[0]}: status {h[1]}, outcome {h[2]}" for h in headers]
+        blocks = re.findall(r"```json\n(.*?)\n```", d.output, re.S)
+        for block in blocks:
             facts = json.loads(block)
-            self.files += facts["files"]
-            self.todos += facts["todos"]
+            self.merged.update({k: facts[k] for k in ("files", "todos", "todo_files", "def_files")})
+            self.merged_exts.update(facts["exts"])
+            self.child_todos += facts["listed_todos"]
             self.defs.update(facts["defs"])
-            self.def_files.update(facts["def_files"])
             self.notes += facts["notes"]
             self.calls += facts["calls"]
+            self.capped.update(facts["capped"])
+        if len(blocks) < len(headers):  # an answer cut short or a failed child: its counts are missing, not 0
+            self.capped |= {"files", "todos", "defs"}
+            self.notes.append(f"the findings of {_n(len(headers) - len(blocks), 'sub-agent')} could not be read; "
+                              "the counts above leave them out")
 
     def facts(self) -> dict[str, Any]:
         """What a child hands its coordinator (the report's raw data)."""
-        return {"scope": self.scope, "files": self.files, "todos": self.todos, "defs": dict(self.defs),
-                "def_files": sorted(self.def_files), "notes": self.notes, "calls": self.calls}
+        return {"scope": self.scope, "files": self.n_files(), "exts": dict(self.by_extension()),
+                "todos": self.n_todos(), "listed_todos": self.listed_todos(), "todo_files": self.n_todo_files(),
+                "defs": dict(self.defs), "def_files": self.n_def_files(), "notes": self.notes, "calls": self.calls,
+                "capped": sorted(self.capped)}
 
     def scan_calls(self, dirs: list[str] | None = None, *, files: bool = True) -> list[ToolCall]:
         """The scan turn: glob each directory, grep everything, read the README (all read-only)."""
@@ -257,11 +282,23 @@ class Survey:
         return calls
 
     def by_extension(self) -> list[tuple[str, int]]:
-        counts = Counter(PurePosixPath(f).suffix.lower() or "(none)" for f in self.files)
+        counts = Counter(PurePosixPath(f).suffix.lower() or "(none)" for f in self.files) + self.merged_exts
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
-    def todo_files(self) -> set[str]:
-        return {t.split(":", 1)[0] for t in self.todos}
+    def n_files(self) -> int:
+        return len(self.files) + self.merged["files"]
+
+    def n_todos(self) -> int:
+        return len(self.todos) + self.merged["todos"]
+
+    def listed_todos(self) -> list[str]:
+        return (self.todos + self.child_todos)[:MAX_LISTED]
+
+    def n_todo_files(self) -> int:
+        return len({t.split(":", 1)[0] for t in self.todos}) + self.merged["todo_files"]
+
+    def n_def_files(self) -> int:
+        return len(self.def_files) + self.merged["def_files"]
 
     def report(self) -> str:
         scope = "the workspace" if self.scope in (".", "") else f"`{self.scope}`"
@@ -269,19 +306,23 @@ class Survey:
                f"Written by the `subagents demo` ({DEMO_LABEL}) from the results of "
                f"{_n(self.calls, 'real tool call')}; "
                "every fact below can be checked against the directory.", "",
-               f"## Entries ({len(self.entries)}, from `list_dir {self.scope}`)", ""]
-        out += [f"- {e}" for e in self.entries] or ["(empty)"]
+               f"## Entries ({self._at_least('entries')}{len(self.entries)}, from `list_dir {self.scope}`)", ""]
+        out += [f"- {e}" for e in self.entries[:MAX_ENTRIES]] or ["(empty)"]
+        if len(self.entries) > MAX_ENTRIES:
+            out.append(f"- … and {len(self.entries) - MAX_ENTRIES} more")
         if self.skipped:
             out += ["", "Not descended into (hidden or generated): " + ", ".join(f"{d}/" for d in self.skipped)]
-        out += ["", f"## Files by extension ({len(self.files)} files)", "", "| extension | files |", "|---|---|"]
+        out += ["", f"## Files by extension ({self._count(self.n_files(), 'file', 'files')})", "",
+                "| extension | files |", "|---|---|"]
         out += [f"| {ext} | {n} |" for ext, n in self.by_extension()]
-        out += ["", f"## TODO / FIXME markers: {_n(len(self.todos), 'line')} in {_n(len(self.todo_files()), 'file')}",
-                ""]
-        out += [f"- {t}" for t in self.todos[:MAX_LISTED]]
-        if len(self.todos) > MAX_LISTED:
-            out.append(f"- … and {len(self.todos) - MAX_LISTED} more")
-        out += ["", f"## Python definitions: {_n(self.defs['class'], 'class')} and "
-                f"{_n(self.defs['function'], 'function')} in {_n(len(self.def_files), 'file')}", ""]
+        out += ["", f"## TODO / FIXME markers: {self._count(self.n_todos(), 'line', 'todos')} in "
+                f"{self._count(self.n_todo_files(), 'file', 'todos')}", ""]
+        out += [f"- {t}" for t in self.listed_todos()]
+        if self.n_todos() > MAX_LISTED:
+            out.append(f"- … and {self._at_least('todos')}{self.n_todos() - MAX_LISTED} more")
+        out += ["", f"## Python definitions: {self._at_least('defs')}{_n(self.defs['class'], 'class')} and "
+                f"{self._at_least('defs')}{_n(self.defs['function'], 'function')} in "
+                f"{self._count(self.n_def_files(), 'file', 'defs')}", ""]
         if self.readme is not None:
             out += [f"## {self.readme}, first lines", ""] + [f"> {ln}" for ln in self.readme_lines] + [""]
         if self.delegated:
@@ -295,14 +336,30 @@ class Survey:
         exts = ", ".join(f"{n} {ext}" for ext, n in self.by_extension()[:4]) or "none"
         first = next((ln.strip() for ln in self.readme_lines if ln.strip()), None)
         readme = f' The README starts with "{first}".' if first else ""
-        return (f"Survey done ({DEMO_LABEL}; {_n(self.calls, 'real tool call')}). {_n(len(self.files), 'file')} "
-                f"({exts}); {_n(len(self.todos), 'TODO/FIXME line')} in {_n(len(self.todo_files()), 'file')}; "
-                f"{_n(self.defs['class'], 'Python class')} and {_n(self.defs['function'], 'function')}.{readme}")
+        d = self._at_least("defs")
+        return (f"Survey done ({DEMO_LABEL}; {_n(self.calls, 'real tool call')}). "
+                f"{self._count(self.n_files(), 'file', 'files')} ({exts}); "
+                f"{self._count(self.n_todos(), 'TODO/FIXME line', 'todos')} in "
+                f"{self._count(self.n_todo_files(), 'file', 'todos')}; "
+                f"{d}{_n(self.defs['class'], 'Python class')} and {d}{_n(self.defs['function'], 'function')}.{readme}")
+
+    def _at_least(self, what: str) -> str:
+        return "at least " if what in self.capped else ""
+
+    def _count(self, n: int, noun: str, what: str) -> str:
+        """``12 files``, or ``at least 12 files`` when a capped tool output fed the count."""
+        return self._at_least(what) + _n(n, noun)
 
 
 def _n(n: int, what: str) -> str:
-    plural = what + ("es" if what.endswith("ss") else "s")
-    return f"{n} {what if n == 1 else plural}"
+    """``1 file``, ``2 files``, ``3 classes``, ``2 directories``."""
+    if n == 1:
+        return f"{n} {what}"
+    if what.endswith(("ss", "sh", "ch", "x")):
+        return f"{n} {what}es"
+    if what.endswith("y") and what[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return f"{n} {what[:-1]}ies"
+    return f"{n} {what}s"
 
 
 def _lines(text: str) -> list[str]:

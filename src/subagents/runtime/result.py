@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +41,24 @@ class RunResult:
     def ok(self) -> bool:
         return self.outcome is Outcome.OK
 
-    def stats_line(self) -> str:
-        """One line of stats: ``runtime 1.2s • 3 turns • tokens 1.5k (in 1.2k / out 300) • est $0.01``."""
-        return format_stats(self.duration_s, self.turns, self.usage, self.cost_usd, self.tool_calls)
+    def stats_line(self, descendants: Iterable[RunResult] = ()) -> str:
+        """One line of stats: ``runtime 1.2s • 3 turns • 2 tool calls • tokens 1.5k (in 1.2k / out 300) • est $0.01``.
+
+        With ``descendants`` (the results of the agents under this one) the turns, tool calls, tokens
+        and cost are those of the whole tree, and the line ends with ``(whole tree: N agents)``; the
+        runtime is this agent's wall clock.
+        """
+        others = list(descendants)
+        if not others:
+            return format_stats(self.duration_s, self.turns, self.usage, self.cost_usd, self.tool_calls)
+        usage = Usage()
+        for r in (self, *others):
+            usage.add(r.usage)
+        costs = [r.cost_usd for r in (self, *others)]
+        cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        line = format_stats(self.duration_s, sum(r.turns for r in (self, *others)), usage, cost,
+                            sum(r.tool_calls for r in (self, *others)))
+        return f"{line} (whole tree: {1 + len(others)} agents)"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,4 +108,9 @@ def format_stats(duration_s: float, turns: int, usage: Usage, cost_usd: float | 
     tokens = f"tokens {_k(usage.total_tokens)} (in {_k(usage.input_tokens)} / out {_k(usage.output_tokens)}"
     if usage.cache_read_tokens or usage.cache_write_tokens:
         tokens += f" / cache r {_k(usage.cache_read_tokens)} w {_k(usage.cache_write_tokens)}"
-    return f"runtime {_dur(duration_s)} • {turns} turns • {tool_calls} tool calls • {tokens}) • {cost}"
+    return (f"runtime {_dur(duration_s)} • {_plural(turns, 'turn')} • {_plural(tool_calls, 'tool call')} • "
+            f"{tokens}) • {cost}")
+
+
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
