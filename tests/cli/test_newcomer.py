@@ -396,3 +396,10 @@ def test_the_demo_says_at_least_for_capped_counts(tmp_path: Path) -> None:
     assert files.group(1).startswith("1006 files") or files.group(1).startswith("at least "), files.group(1)
     if os.environ.get("SHOW_REPORT"):
         print(report)
+
+
+def test_a_run_that_cannot_start_creates_no_store(isolated: Path, durable: None) -> None:
+    code, _, err = cli("run", "hi", "--agent", "nope", model=FunctionModel(answer))
+    assert code == 2
+    assert "unknown agent type 'nope'" in err
+    assert not (isolated / ".subagents").exists()

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
 
 from .common import cwd_option, workdir
+from .preflight import quiet_loader
 
 if TYPE_CHECKING:
     from ..definitions.loader import DefinitionSet
@@ -20,22 +18,10 @@ __all__ = ["agents"]
 _CWD = cwd_option("Project directory whose .subagents/agents/ (and .claude/agents/) are read.")
 
 
-@contextmanager
-def _quiet_loader() -> Iterator[None]:
-    """The loader logs each skipped definition; the commands print them themselves (once)."""
-    logger = logging.getLogger("subagents.definitions")
-    was = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = was
-
-
 def _load() -> DefinitionSet:
     from ..definitions import load_definitions
 
-    with _quiet_loader():
+    with quiet_loader():  # the loader logs each skipped file; the commands print them themselves, once
         return load_definitions(workdir().resolve())
 
 

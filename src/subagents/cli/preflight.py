@@ -3,15 +3,18 @@
 * :func:`read_prompt`: the prompt from the argument, from stdin (``-``) or from ``--prompt-file``;
 * :func:`check_model`: a ``provider:model`` string is well formed, its SDK is installed and a key is
   configured — a missing key is a configuration error (exit 2) found at once, not a failed run;
+* :func:`check_agent`: the root's agent type exists (a usage error otherwise, before any store is made);
 * :func:`tree_results`: the results of every agent of a run's tree (the stats line counts them all).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
     from ..runtime.result import RunResult
     from ..runtime.runtime import Runtime
 
-__all__ = ["check_model", "read_prompt", "tree_results"]
+__all__ = ["check_agent", "check_model", "quiet_loader", "read_prompt", "tree_results"]
 
 _HOW = ("give it as an argument (subagents run \"...\"), '-' to read it from stdin "
         "(subagents run - < prompt.md), or --prompt-file PATH")
@@ -92,6 +95,26 @@ def check_model(spec: str, providers: Mapping[str, Mapping[str, Any]]) -> None:
         raise ConfigError(f"no {name} API key is configured for {spec!r}; export {env}=... or set "
                           f"[providers.{parsed.provider}] api_key in .subagents/config.toml{extra}. "
                           "To try subagents without a key: subagents demo")
+
+
+@contextmanager
+def quiet_loader() -> Iterator[None]:
+    """The definition loader logs each skipped file; a command that prints them itself (or loads twice) mutes it."""
+    logger = logging.getLogger("subagents.definitions")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
+
+
+def check_agent(agent: str, cwd: Path) -> None:
+    """Raise :class:`~subagents.exceptions.DefinitionError` (a usage error) for an unknown agent type."""
+    from ..definitions import load_definitions
+
+    with quiet_loader():  # the run's own loading warns about skipped files, once
+        load_definitions(cwd.resolve()).get(agent)
 
 
 def tree_results(rt: Runtime, root: RunResult) -> list[RunResult]:

@@ -66,7 +66,7 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
     from ..config import load_settings
     from ..exceptions import ConfigError
     from ..runtime.limits import Limits
-    from .preflight import check_model, read_prompt
+    from .preflight import check_agent, check_model, read_prompt
 
     text = read_prompt(prompt, prompt_file)
     cwd = workdir(ctx)
@@ -77,6 +77,7 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
         raise ConfigError(NO_MODEL_HELP)
     if isinstance(model, str):
         check_model(model, settings.providers)  # malformed, no SDK, no key: exit 2 before anything starts
+    check_agent(agent, cwd)  # before the store is opened (or created) for a run that cannot start
     limits = Limits(max_turns=max_turns, timeout_s=timeout_s)
     return execute(model, text, workdir=cwd, settings=settings, agent=agent, limits=limits, as_json=as_json,
                    allow=allow, deny=deny)
@@ -153,7 +154,6 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
                      allow=allow, deny=deny)
     runtimes.append(rt)
     async with rt:
-        rt.definitions.get(agent)  # an unknown agent type is a usage error (exit 2), not a failed run
         if as_json:
             out = JsonLines(sys.stdout)
             if rt.sandbox_warning:
