@@ -255,7 +255,7 @@ class Survey:
             self.defs.update(facts["defs"])
             self.notes += facts["notes"]
             self.calls += facts["calls"]
-            self.capped.update(facts["capped"])
+            self.capped.update(set(facts["capped"]) - {"entries"})  # its entries are not in this report
         if len(blocks) < len(headers):  # an answer cut short or a failed child: its counts are missing, not 0
             self.capped |= {"files", "todos", "defs"}
             self.notes.append(f"the findings of {_n(len(headers) - len(blocks), 'sub-agent')} could not be read; "

@@ -391,6 +391,7 @@ def test_the_demo_says_at_least_for_capped_counts(tmp_path: Path) -> None:
     todo = re.search(r"^## TODO / FIXME markers: (.*)$", report, re.MULTILINE)
     assert todo is not None
     assert todo.group(1).startswith("at least 500 lines"), todo.group(1)
+    assert "## Entries (2, from `list_dir .`)" in report  # the top level was listed whole
     files = re.search(r"^## Files by extension \((.*)\)$", report, re.MULTILINE)
     assert files is not None
     assert files.group(1).startswith("1006 files") or files.group(1).startswith("at least "), files.group(1)
