@@ -102,9 +102,9 @@ def test_cancel_an_orphan_directly_and_a_live_run_by_request(db: Path, capsys: p
         live = rec("cccc4444-0000-0000-0000-000000000000", "explore-live", status="running", owner=s.owner)
         s.create_run(live)
         s.flush()
+        assert run(db, "cancel", "explore-live") == 0  # while its owner (this open store) is alive
     finally:
         s.close()
-    assert run(db, "cancel", "explore-live") == 0
     assert capsys.readouterr().out.startswith("Cancel requested: the process that runs explore-live (pid ")
 
 
