@@ -140,7 +140,8 @@ def test_api_keys_are_masked_when_shown(dirs: tuple[Path, Path, dict[str, str]])
          "unknown provider [providers.gemini]; known providers: anthropic, openai"),
         ("[providers.openai]\nretries = 2\n",
          "unknown key [providers.openai] retries (did you mean max_retries?); "
-         "known keys: api_key, base_url, max_retries, timeout_s, max_output_tokens"),
+         "known keys: api_key, base_url, max_retries, retry_base_s, retry_max_s, connect_timeout_s, "
+         "read_timeout_s, stall_timeout_s, timeout_s, max_output_tokens, stream"),
         ('[pricing."m"]\ninput = 1\n', '[pricing.m] needs output (USD per million tokens)'),
         ('[pricing.m]\ninput = 1\noutput = "2"\n', '[pricing.m] output must be a non-negative number, got "2"'),
     ],

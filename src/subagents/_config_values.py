@@ -1,12 +1,80 @@
-"""Value checking for :mod:`subagents.config`: the type names, conversion and the wording of errors."""
+"""Value checking for :mod:`subagents.config`: the type names, conversion and the wording of errors.
+
+Also the one table of provider settings (:data:`PROVIDER_KEYS`): the config checks ``[providers.*]``
+against it, the adapters (``subagents.models``) take their defaults from it, and the settings table of
+docs/providers.md is its rendering (:func:`provider_keys_table`; a test keeps them equal).
+"""
 
 from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["check_value", "hint", "quote", "show"]
+__all__ = ["PROVIDER_KEYS", "ProviderKey", "check_value", "hint", "provider_keys_table", "quote", "show"]
+
+# The adapters' defaults (seconds, counts), named once.
+MAX_RETRIES = 4
+RETRY_BASE_S = 0.5
+RETRY_MAX_S = 30.0
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 120.0
+STALL_TIMEOUT_S = 120.0
+TIMEOUT_S = 600.0
+MAX_OUTPUT_TOKENS = 8192
+STREAM = True
+
+
+@dataclass(slots=True, frozen=True)
+class ProviderKey:
+    """One ``[providers.<name>]`` key: its type (as :func:`check_value` names it), default and meaning."""
+
+    kind: str
+    default: str
+    """The default as the docs show it (a TOML value when there is one)."""
+    meaning: str
+
+
+def _shown(value: float | int | bool) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else f"{value:g}"
+
+
+PROVIDER_KEYS: dict[str, ProviderKey] = {
+    "api_key": ProviderKey("string", "env", "the key (else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`)"),
+    "base_url": ProviderKey("string", "SDK's", "another address for the same API (a proxy); for a compatible "
+                                               "server prefer `@<base_url>`"),
+    "max_retries": ProviderKey("non-negative integer", _shown(MAX_RETRIES),
+                               "retries of a failed call (429, 529, 5xx, 408, 409, connection errors, timeouts, "
+                               "truncated streams)"),
+    "retry_base_s": ProviderKey("non-negative number", _shown(RETRY_BASE_S),
+                                "first backoff; doubles each retry, with jitter (half to all of it)"),
+    "retry_max_s": ProviderKey("non-negative number", _shown(RETRY_MAX_S),
+                               "cap of one wait, also of a server's `retry-after`"),
+    "connect_timeout_s": ProviderKey("positive number", _shown(CONNECT_TIMEOUT_S),
+                                     "seconds to open the connection to the server"),
+    "read_timeout_s": ProviderKey("positive number", _shown(READ_TIMEOUT_S),
+                                  "seconds the server may send nothing at all (before the answer starts or "
+                                  "between any two reads)"),
+    "stall_timeout_s": ProviderKey("positive number", _shown(STALL_TIMEOUT_S),
+                                   "streaming: seconds without a complete stream event (a chunk)"),
+    "timeout_s": ProviderKey("positive number", _shown(TIMEOUT_S),
+                             "total seconds one attempt may take, however the server trickles its answer"),
+    "max_output_tokens": ProviderKey("positive integer", _shown(MAX_OUTPUT_TOKENS),
+                                     "`max_tokens` (Anthropic, compatible servers) / `max_completion_tokens` "
+                                     "(OpenAI)"),
+    "stream": ProviderKey("boolean", _shown(STREAM),
+                          "stream answers: text reaches `assistant_text` events as it arrives"),
+}
+
+
+def provider_keys_table() -> str:
+    """:data:`PROVIDER_KEYS` as the Markdown table docs/providers.md shows."""
+    rows = [("Key", "Default", "Meaning")] + [(f"`{k}`", v.default, v.meaning) for k, v in PROVIDER_KEYS.items()]
+    w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
+    lines = [f"| {a:<{w0}} | {b:<{w1}} | {c} |" for a, b, c in rows]
+    lines.insert(1, f"|{'-' * (w0 + 2)}|{'-' * (w1 + 2)}|---------|")
+    return "\n".join(lines)
 
 
 def check_value(value: Any, expected: str) -> Any:

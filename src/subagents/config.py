@@ -17,7 +17,8 @@ The recognised keys::
     [sandbox]      mode, network, protect, unprotect (user file only), deny_read, env_passthrough,
                    allow_git, allow_hardlinks, allow_other_devices
     [[hooks.<Event>]]     matcher, command, timeout_s, on_error   (one table per hook)
-    [providers.anthropic] / [providers.openai]   api_key, base_url, max_retries, timeout_s, max_output_tokens
+    [providers.anthropic] / [providers.openai]   api_key, base_url, max_retries, retry_base_s, retry_max_s,
+                          connect_timeout_s, read_timeout_s, stall_timeout_s, timeout_s, max_output_tokens, stream
     [pricing."<model>"]   input, output, cache_read, cache_write   (USD per million tokens)
 
 Lists (``allow``, ``protect``, ...) add up: the user file's entries, then the project file's, then
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._config_values import PROVIDER_KEYS
 from ._config_values import check_value as _check
 from ._config_values import hint as _hint
 from ._config_values import quote as _quote
@@ -83,8 +85,7 @@ _KEYS: dict[str, tuple[str, str]] = {
     "sandbox.allow_other_devices": ("allow_other_devices", "boolean"),
 }
 _FIELD_KEYS = {f: k for k, (f, _) in _KEYS.items()}
-_PROVIDER_KEYS = {"api_key": "string", "base_url": "string", "max_retries": "non-negative integer",
-                  "timeout_s": "positive number", "max_output_tokens": "positive integer"}
+_PROVIDER_KEYS = {key: spec.kind for key, spec in PROVIDER_KEYS.items()}  # one source, shared with the docs
 _PRICE_KEYS = {"input": "non-negative number", "output": "non-negative number",
                "cache_read": "non-negative number", "cache_write": "non-negative number"}
 _SECTIONS = sorted({k.split(".")[0] for k in _KEYS} | {"providers", "pricing", "hooks"})

@@ -48,12 +48,31 @@ class Reply:
 
 @dataclass(slots=True)
 class SSE:
-    """A ``text/event-stream`` response: ``(event name or None, data)`` pairs, written in order."""
+    """A ``text/event-stream`` response: ``(event name or None, data)`` pairs, written in order.
+
+    ``hang=True`` keeps the connection open and silent after the last event (a stalled stream);
+    otherwise the server closes it (HTTP/1.0: the end of the body).
+    """
 
     events: list[tuple[str | None, Any]]
+    hang: bool = False
 
 
-Response = Reply | SSE
+@dataclass(slots=True)
+class Silent:
+    """Read the request, then never answer (until the server closes)."""
+
+
+@dataclass(slots=True)
+class Drip:
+    """Send 200 and the headers, then one byte every ``interval_s`` forever (no event or body ever completes)."""
+
+    interval_s: float = 0.02
+    content_type: str = "text/event-stream"
+    byte: bytes = b" "
+
+
+Response = Reply | SSE | Silent | Drip
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -78,15 +97,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return
+        closing = self.server.loopback.closing
+        if isinstance(response, Silent):
+            closing.wait()
+            return
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", response.content_type if isinstance(response, Drip) else "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.end_headers()
-        for event, payload in response.events:
-            text = payload if isinstance(payload, str) else json.dumps(payload)
-            frame = (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
-            self.wfile.write(frame.encode())
-            self.wfile.flush()
+        try:
+            if isinstance(response, Drip):
+                while not closing.wait(response.interval_s):
+                    self.wfile.write(response.byte)
+                    self.wfile.flush()
+                return
+            for event, payload in response.events:
+                text = payload if isinstance(payload, str) else json.dumps(payload)
+                frame = (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
+                self.wfile.write(frame.encode())
+                self.wfile.flush()
+            if response.hang:
+                closing.wait()
+        except OSError:  # the client hung up (e.g. after a timeout)
+            return
 
 
 class _Server(ThreadingHTTPServer):
@@ -99,6 +132,8 @@ class Loopback:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self.closing = threading.Event()
+        """Set by :meth:`close`: wakes the handlers of ``Silent``, ``Drip`` and hanging ``SSE`` responses."""
         self._queues: dict[str, collections.deque[Response]] = collections.defaultdict(collections.deque)
         self.requests: list[Recorded] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -148,6 +183,7 @@ class Loopback:
             return sum(len(q) for q in self._queues.values())
 
     def close(self) -> None:
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()

@@ -63,14 +63,20 @@ def test_bad_setting_type_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as info:
         resolve_model("openai:gpt-4.1", {"max_retries": "four"})
     assert str(info.value) == (
-        "model setting 'max_retries' must be int, got str 'four'; fix it in [providers] of subagents.toml or in "
-        "the settings you pass"
+        "model setting 'max_retries' must be int, got str 'four'; fix it in [providers.<name>] of "
+        ".subagents/config.toml (or ~/.config/subagents/config.toml) or in the settings you pass"
     )
 
 
 def test_negative_retries_are_a_config_error() -> None:
     with pytest.raises(ConfigError, match="must not be negative"):
         resolve_model("anthropic:claude-haiku-4-5", {"max_retries": -1})
+
+
+@pytest.mark.parametrize("key", ["connect_timeout_s", "read_timeout_s", "stall_timeout_s", "timeout_s"])
+def test_timeouts_must_be_positive(key: str) -> None:
+    with pytest.raises(ConfigError, match="must be positive"):
+        resolve_model("openai:gpt-4.1", {key: 0})
 
 
 def test_import_loads_no_provider_sdk() -> None:

@@ -3,7 +3,8 @@
 The SDKs' own retries are switched off (``max_retries=0``) so that the counting is ours:
 
 * a failure worth another attempt (HTTP 408, 409, 429, 5xx including Anthropic's 529 "overloaded",
-  a dropped connection, a timeout) is raised by the adapter as :class:`Retryable`;
+  a dropped connection, any timeout of :mod:`._timeouts`, a stream that ends without its stop
+  reason) is raised by the adapter as :class:`Retryable`;
 * :func:`call_with_retries` sleeps (exponential backoff with jitter, or the server's ``retry-after``)
   and calls again, up to ``max_retries`` times, then raises the last :class:`ModelError`;
 * anything else (401, 403, 400, context length, 404) is raised as a plain :class:`ModelError` and
@@ -23,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .._config_values import MAX_RETRIES, RETRY_BASE_S, RETRY_MAX_S
 from ..exceptions import ConfigError, ModelError
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "parse_retry_after",
     "setting",
     "status_error",
+    "truncated_error",
 ]
 
 log = logging.getLogger("subagents.models")
@@ -53,7 +56,8 @@ def setting(settings: Mapping[str, Any], key: str, kind: type[T], default: T) ->
         return value  # type: ignore[return-value]
     raise ConfigError(
         f"model setting {key!r} must be {kind.__name__}, got {type(value).__name__} {value!r}; "
-        f"fix it in [providers] of subagents.toml or in the settings you pass"
+        f"fix it in [providers.<name>] of .subagents/config.toml (or ~/.config/subagents/config.toml) or in "
+        f"the settings you pass"
     )
 
 
@@ -61,16 +65,16 @@ def setting(settings: Mapping[str, Any], key: str, kind: type[T], default: T) ->
 class RetryPolicy:
     """How often and how patiently to retry a failed model call."""
 
-    max_retries: int = 4
-    base_s: float = 0.5
-    max_s: float = 30.0
+    max_retries: int = MAX_RETRIES
+    base_s: float = RETRY_BASE_S
+    max_s: float = RETRY_MAX_S
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> RetryPolicy:
         policy = cls(
-            setting(settings, "max_retries", int, 4),
-            setting(settings, "retry_base_s", float, 0.5),
-            setting(settings, "retry_max_s", float, 30.0),
+            setting(settings, "max_retries", int, MAX_RETRIES),
+            setting(settings, "retry_base_s", float, RETRY_BASE_S),
+            setting(settings, "retry_max_s", float, RETRY_MAX_S),
         )
         if policy.max_retries < 0 or policy.base_s < 0 or policy.max_s < 0:
             raise ConfigError(
@@ -160,6 +164,17 @@ def status_error(
         status=status,
         retryable=retryable,
     )
+
+
+def truncated_error(label: str, section: str, model: str, missing: str) -> Retryable:
+    """A stream that ended without its stop reason: the answer is incomplete, so it is retried, never used."""
+    return Retryable(ModelError(
+        f"{label}: the stream for model {model!r} ended before the answer was complete ({missing}); the partial "
+        f"answer was discarded. To fix: this is a dropped connection or a proxy or server that cut the stream; "
+        f"try again later, or raise [providers.{section}] max_retries.",
+        provider=section,
+        retryable=True,
+    ))
 
 
 async def call_with_retries(

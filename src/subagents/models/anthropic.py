@@ -4,10 +4,12 @@ Two halves, kept apart:
 
 * **How to reach it** — :class:`AnthropicConnection`: API key (``api_key`` setting, else
   ``ANTHROPIC_API_KEY``), base URL (``base_url`` setting, else the SDK's default or
-  ``ANTHROPIC_BASE_URL``), timeout, or a ready ``client``.  It opens an ``AsyncAnthropic`` client with
-  the SDK's retries off (``max_retries=0``): :mod:`._retry` counts retries.
+  ``ANTHROPIC_BASE_URL``), connect and read timeouts, or a ready ``client``.  It opens an
+  ``AsyncAnthropic`` client with the SDK's retries off (``max_retries=0``): :mod:`._retry` counts retries.
 * **How to talk to it** — :class:`AnthropicModel`: map our messages out (:func:`to_anthropic`),
   call ``messages.stream`` (or ``messages.create``), map the message back (:func:`from_anthropic`).
+  Every attempt has a total deadline and a stream a stall timer (:mod:`._timeouts`); a stream that
+  ends without ``message_stop`` (or without a stop reason) is truncated: retried, never an answer.
 
 Prompt caching: ``cache_control: {"type": "ephemeral"}`` marks the end of the tools, the system
 prompt and the last message — the stable prefix — so the next turn (and a child agent that shares
@@ -21,13 +23,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from contextlib import aclosing
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._config_values import MAX_OUTPUT_TOKENS, STREAM
 from ..exceptions import ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
-from ._retry import Retryable, RetryPolicy, call_with_retries, is_retryable_status, parse_retry_after, setting
+from ._retry import (
+    Retryable,
+    RetryPolicy,
+    call_with_retries,
+    is_retryable_status,
+    parse_retry_after,
+    setting,
+    truncated_error,
+)
 from ._retry import status_error as _status_error
+from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
 from .base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -70,22 +83,30 @@ _ERROR_TYPE_STATUS = {
 # -- how to reach it ------------------------------------------------------------------------------
 @dataclass(slots=True, frozen=True)
 class AnthropicConnection:
-    """API key, base URL and timeout — or a ready client (which the caller then owns and closes)."""
+    """API key, base URL and timeouts — or a ready client (which the caller then owns and closes).
+
+    A ready client keeps its own connect and read timeouts; the stall timer and the total deadline
+    (:class:`AnthropicModel`) apply to it all the same.
+    """
 
     api_key: str | None = None
     base_url: str | None = None
-    timeout_s: float | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
     client: AsyncAnthropic | None = None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> AnthropicConnection:
-        timeout = settings.get("timeout_s")
         return cls(
             api_key=setting(settings, "api_key", str, "") or os.environ.get("ANTHROPIC_API_KEY") or None,
             base_url=setting(settings, "base_url", str, "") or None,
-            timeout_s=None if timeout is None else setting(settings, "timeout_s", float, 0.0),
+            timeouts=Timeouts.from_settings(settings),
             client=settings.get("client"),
         )
+
+    @property
+    def where(self) -> str:
+        """The server's address, for messages."""
+        return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
     def open(self) -> AsyncAnthropic:
         """A new ``AsyncAnthropic`` client with the SDK's own retries off."""
@@ -96,13 +117,11 @@ class AnthropicConnection:
             )
         import anthropic
 
-        kwargs: dict[str, Any] = {"max_retries": 0}
+        kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self.timeouts.for_sdk(anthropic.Timeout)}
         if self.api_key is not None:
             kwargs["api_key"] = self.api_key
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url
-        if self.timeout_s is not None:
-            kwargs["timeout"] = self.timeout_s
         return anthropic.AsyncAnthropic(**kwargs)
 
 
@@ -188,15 +207,19 @@ def from_anthropic(message: Any, *, max_output_tokens: int = 0) -> ModelResponse
     )
 
 
-def _to_model_error(exc: Exception, model: str, base_url: str | None) -> Exception:
-    """An SDK exception as :class:`Retryable` (try again) or :class:`ModelError` (give up)."""
+def _to_model_error(exc: Exception, model: str, connection: AnthropicConnection) -> Exception:
+    """An SDK (or HTTP-layer) exception as :class:`Retryable` (try again) or :class:`ModelError` (give up)."""
     import anthropic
 
-    if isinstance(exc, anthropic.APIConnectionError):
-        where = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
-        kind = "timed out" if isinstance(exc, anthropic.APITimeoutError) else "could not connect"
+    where = connection.where
+    transport = transport_error_name(exc)  # raised as is by the SDK while a stream is read
+    if isinstance(exc, anthropic.APITimeoutError) or (transport or "").endswith("Timeout"):
+        key = sdk_timeout_key(exc)
+        return timeout_error(f"{PROVIDER} at {where}", "anthropic", model, key, connection.timeouts.seconds(key))
+    if isinstance(exc, anthropic.APIConnectionError) or transport is not None:
+        kind = "could not connect" if transport is None else "dropped the connection mid-answer"
         err = ModelError(
-            f"{PROVIDER} {kind} at {where} ({exc}); check the network, base_url or timeout_s.",
+            f"{PROVIDER} {kind} at {where} ({exc or transport}); check the network and base_url.",
             provider="anthropic",
             retryable=True,
         )
@@ -240,15 +263,24 @@ class AnthropicModel:
         params["max_tokens"] = self.max_output_tokens
         return await call_with_retries(lambda: self._attempt(params, request), self.retry)
 
+    @property
+    def timeouts(self) -> Timeouts:
+        return self.connection.timeouts
+
+    def _timed_out(self, key: str, seconds: float) -> Retryable:
+        return timeout_error(f"{PROVIDER} at {self.connection.where}", "anthropic", self.model, key, seconds)
+
     async def _attempt(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         import anthropic
 
         owned = self.connection.client is None
         client = self.connection.client or self.connection.open()
         try:
-            message = await self._call(client, params, request)
-        except anthropic.AnthropicError as e:
-            raise _to_model_error(e, self.model, self.connection.base_url) from e
+            message = await within(lambda: self._call(client, params, request), self.timeouts, self._timed_out)
+        except Exception as e:
+            if isinstance(e, anthropic.AnthropicError) or transport_error_name(e) is not None:
+                raise _to_model_error(e, self.model, self.connection) from e
+            raise
         finally:
             if owned:
                 await client.close()
@@ -258,11 +290,19 @@ class AnthropicModel:
         if not self.stream:
             return await client.messages.create(**params)
         on_text = request.on_text
+        stopped = False
         async with client.messages.stream(**params) as stream:
-            async for event in stream:
-                if event.type == "text" and on_text is not None and event.text:
-                    on_text(event.text)
-            return await stream.get_final_message()
+            async with aclosing(watch(stream, self.timeouts.stall_s)) as events:
+                async for event in events:
+                    if event.type == "text" and on_text is not None and event.text:
+                        on_text(event.text)
+                    elif event.type == "message_stop":
+                        stopped = True
+            message = await stream.get_final_message() if stopped else None
+        if message is None or message.stop_reason is None:
+            missing = "no message_stop event" if message is None else "no stop_reason"
+            raise truncated_error(f"{PROVIDER} at {self.connection.where}", "anthropic", self.model, missing)
+        return message
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r}, stream={self.stream})"
@@ -273,7 +313,7 @@ def from_spec(spec: ModelSpec, settings: dict[str, Any]) -> AnthropicModel:
     return AnthropicModel(
         spec.model,
         AnthropicConnection.from_settings(settings),
-        max_output_tokens=setting(settings, "max_output_tokens", int, 8192),
-        stream=setting(settings, "stream", bool, True),
+        max_output_tokens=setting(settings, "max_output_tokens", int, MAX_OUTPUT_TOKENS),
+        stream=setting(settings, "stream", bool, STREAM),
         retry=RetryPolicy.from_settings(settings),
     )

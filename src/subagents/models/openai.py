@@ -4,11 +4,13 @@ Two halves, kept apart:
 
 * **How to reach it** — :class:`OpenAIConnection`: API key (``api_key`` setting, else
   ``OPENAI_API_KEY``; a compatible server given by ``openai:<model>@<base_url>`` needs none and gets
-  the placeholder ``"not-needed"``), base URL, timeout, or a ready ``client``.  The SDK's retries are
-  off (``max_retries=0``): :mod:`._retry` counts retries.
+  the placeholder ``"not-needed"``), base URL, connect and read timeouts, or a ready ``client``.  The
+  SDK's retries are off (``max_retries=0``): :mod:`._retry` counts retries.
 * **How to talk to it** — :class:`OpenAIModel`: map our messages out (:func:`to_openai`), call
   ``chat.completions.create`` (streaming by default, with ``stream_options.include_usage``), map the
-  answer back (:func:`from_openai` / :class:`_StreamAssembler`).
+  answer back (:func:`from_openai` / :class:`StreamAssembler`, in :mod:`._openai_answer`).  Every
+  attempt has a total deadline and a stream a stall timer (:mod:`._timeouts`); a stream that ends
+  without a ``finish_reason`` is truncated: retried, never an answer.
 
 Compatible servers (Ollama, vLLM, llama.cpp, LM Studio) differ in small ways, all handled: no
 ``usage``, tool calls without ids, ``content`` as a string or parts, deltas without ``index``, and
@@ -22,14 +24,26 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._config_values import MAX_OUTPUT_TOKENS, STREAM
 from ..exceptions import ModelError
-from ..messages import Message, TextBlock, ToolResultBlock, Usage
-from ._retry import Retryable, RetryPolicy, call_with_retries, is_retryable_status, parse_retry_after, setting
+from ..messages import Message, TextBlock, ToolResultBlock
+from ._openai_answer import StreamAssembler, from_openai, parse_arguments
+from ._retry import (
+    Retryable,
+    RetryPolicy,
+    call_with_retries,
+    is_retryable_status,
+    parse_retry_after,
+    setting,
+    truncated_error,
+)
 from ._retry import status_error as _status_error
-from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolCall, ToolSpec, new_call_id
+from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, watch, within
+from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolSpec
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -44,24 +58,19 @@ KEY_HINT = "set OPENAI_API_KEY or [providers.openai] api_key"
 NO_KEY = "not-needed"
 TOOL_ERROR_PREFIX = "Error: "
 
-# Our provider-neutral stop reasons (see models/anthropic.py).
-_STOP_REASONS = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-}
-
 
 # -- how to reach it ------------------------------------------------------------------------------
 @dataclass(slots=True, frozen=True)
 class OpenAIConnection:
-    """API key, base URL and timeout — or a ready client (which the caller then owns and closes)."""
+    """API key, base URL and timeouts — or a ready client (which the caller then owns and closes).
+
+    A ready client keeps its own connect and read timeouts; the stall timer and the total deadline
+    (:class:`OpenAIModel`) apply to it all the same.
+    """
 
     api_key: str | None = None
     base_url: str | None = None
-    timeout_s: float | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
     client: AsyncOpenAI | None = None
     compatible: bool = False
     """A compatible server named by ``openai:<model>@<base_url>`` (a ``base_url`` setting alone is taken
@@ -73,14 +82,23 @@ class OpenAIConnection:
         key = setting(settings, "api_key", str, "") or os.environ.get("OPENAI_API_KEY") or None
         if key is None and base_url is not None:
             key = NO_KEY  # a compatible server named by base URL usually needs no key
-        timeout = settings.get("timeout_s")
         return cls(
             api_key=key,
             base_url=base,
-            timeout_s=None if timeout is None else setting(settings, "timeout_s", float, 0.0),
+            timeouts=Timeouts.from_settings(settings),
             client=settings.get("client"),
             compatible=base_url is not None,
         )
+
+    @property
+    def where(self) -> str:
+        """The server's address, for messages."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+    @property
+    def label(self) -> str:
+        """``OpenAI API at <url>`` or ``OpenAI-compatible server at <url>``, for messages."""
+        return f"OpenAI-compatible server at {self.where}" if self.compatible else f"{PROVIDER} at {self.where}"
 
     def open(self) -> AsyncOpenAI:
         """A new ``AsyncOpenAI`` client with the SDK's own retries off."""
@@ -92,11 +110,10 @@ class OpenAIConnection:
             )
         import openai
 
-        kwargs: dict[str, Any] = {"api_key": self.api_key, "max_retries": 0}
+        kwargs: dict[str, Any] = {"api_key": self.api_key, "max_retries": 0,
+                                  "timeout": self.timeouts.for_sdk(openai.Timeout)}
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url
-        if self.timeout_s is not None:
-            kwargs["timeout"] = self.timeout_s
         return openai.AsyncOpenAI(**kwargs)
 
 
@@ -142,141 +159,6 @@ def to_openai(system: str, messages: list[Message], tools: list[ToolSpec]) -> di
     return params
 
 
-# -- map the answer back --------------------------------------------------------------------------
-def _get(obj: Any, key: str) -> Any:
-    """``obj.key`` or ``obj[key]``: compatible servers' extra shapes reach us as dicts."""
-    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
-
-
-def _content_text(content: Any) -> str:
-    """Message content as text: a string, or a list of parts whose text parts are joined."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(_get(p, "text") or "") for p in content if _get(p, "type") in (None, "text", "output_text"))
-    return str(content)
-
-
-def parse_arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments as a dict; text that is not a JSON object becomes ``{INVALID_ARGUMENTS_KEY: raw}``."""
-    if isinstance(raw, dict):
-        return raw
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}
-    try:
-        value = json.loads(raw)
-    except (TypeError, ValueError):
-        return {INVALID_ARGUMENTS_KEY: str(raw)}
-    return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: str(raw)}
-
-
-def _usage(u: Any) -> Usage:
-    if u is None:
-        return Usage()
-    details = _get(u, "prompt_tokens_details")
-    cached = int((_get(details, "cached_tokens") if details is not None else 0) or 0)
-    return Usage(
-        input_tokens=int(_get(u, "prompt_tokens") or 0),
-        output_tokens=int(_get(u, "completion_tokens") or 0),
-        cache_read_tokens=cached,
-    )
-
-
-def _check_cut_off(finish: str | None, calls: list[ToolCall], max_output_tokens: int) -> None:
-    if finish == "length" and any(INVALID_ARGUMENTS_KEY in c.arguments for c in calls):
-        raise ModelError(
-            f"The model was cut off at max_output_tokens={max_output_tokens} while writing the arguments of a "
-            "tool call, so the call was not run; raise max_output_tokens in the model settings.",
-            provider="openai",
-        )
-
-
-def _response(text: str, calls: list[ToolCall], usage: Any, finish: str | None, model: str | None,
-              max_output_tokens: int) -> ModelResponse:
-    _check_cut_off(finish, calls, max_output_tokens)
-    return ModelResponse(
-        text=text,
-        tool_calls=calls,
-        usage=_usage(usage),
-        stop_reason=None if finish is None else _STOP_REASONS.get(finish, finish),
-        model=model,
-    )
-
-
-def from_openai(completion: Any, *, max_output_tokens: int = 0) -> ModelResponse:
-    """A :class:`ModelResponse` from a (non-streamed) ``ChatCompletion``."""
-    choices = _get(completion, "choices") or []
-    message = _get(choices[0], "message") if choices else None
-    calls = [
-        ToolCall(str(_get(_get(tc, "function"), "name") or ""),
-                 parse_arguments(_get(_get(tc, "function"), "arguments")),
-                 str(_get(tc, "id") or "") or new_call_id())
-        for tc in (_get(message, "tool_calls") or [])
-    ]
-    return _response(
-        _content_text(_get(message, "content")), calls, _get(completion, "usage"),
-        _get(choices[0], "finish_reason") if choices else None, _get(completion, "model"), max_output_tokens,
-    )
-
-
-@dataclass(slots=True)
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    arguments: str = ""
-
-
-@dataclass(slots=True)
-class _StreamAssembler:
-    """Builds one answer from ``chat.completion.chunk`` s: text, tool calls by index, usage, finish."""
-
-    text: list[str] = field(default_factory=list)
-    calls: dict[int, _PartialCall] = field(default_factory=dict)
-    usage: Any = None
-    finish: str | None = None
-    model: str | None = None
-
-    def add(self, chunk: Any) -> str:
-        """Take one chunk in; return its text delta ('' if none)."""
-        self.model = _get(chunk, "model") or self.model
-        if _get(chunk, "usage") is not None:
-            self.usage = _get(chunk, "usage")
-        delta_text = ""
-        for choice in _get(chunk, "choices") or []:
-            if (_get(choice, "index") or 0) != 0:
-                continue
-            delta = _get(choice, "delta")
-            delta_text += _content_text(_get(delta, "content"))
-            for tc in _get(delta, "tool_calls") or []:
-                self._add_call(tc)
-            self.finish = _get(choice, "finish_reason") or self.finish
-        if delta_text:
-            self.text.append(delta_text)
-        return delta_text
-
-    def _add_call(self, tc: Any) -> None:
-        index = _get(tc, "index")
-        if index is None:  # a server that sends each call whole, without an index
-            index = len(self.calls)
-        part = self.calls.setdefault(int(index), _PartialCall())
-        part.id = part.id or str(_get(tc, "id") or "")
-        fn = _get(tc, "function")
-        part.name = part.name or str(_get(fn, "name") or "")
-        args = _get(fn, "arguments")
-        if isinstance(args, dict):
-            args = json.dumps(args)
-        part.arguments += str(args or "")
-
-    def response(self, max_output_tokens: int) -> ModelResponse:
-        calls = [
-            ToolCall(p.name, parse_arguments(p.arguments), p.id or new_call_id())
-            for _, p in sorted(self.calls.items())
-        ]
-        return _response("".join(self.text), calls, self.usage, self.finish, self.model, max_output_tokens)
-
-
 def _server_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -289,16 +171,18 @@ def _server_message(exc: Any) -> str:
     return str(getattr(exc, "message", "") or exc)
 
 
-def _to_model_error(exc: Exception, model: str, base_url: str | None, compatible: bool) -> Exception:
+def _to_model_error(exc: Exception, model: str, connection: OpenAIConnection) -> Exception:
     """An SDK exception as :class:`Retryable` (try again) or :class:`ModelError` (give up)."""
     import openai
 
-    provider = f"OpenAI-compatible server at {base_url}" if compatible else PROVIDER
+    provider = f"OpenAI-compatible server at {connection.base_url}" if connection.compatible else PROVIDER
+    if isinstance(exc, openai.APITimeoutError):
+        key = sdk_timeout_key(exc)
+        return timeout_error(connection.label, "openai", model, key, connection.timeouts.seconds(key))
     if isinstance(exc, openai.APIConnectionError):
-        kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "could not be reached"
-        where = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         return Retryable(ModelError(
-            f"{PROVIDER} {kind} at {where} ({exc}); check that the server is running, the base URL and timeout_s.",
+            f"{PROVIDER} could not be reached at {connection.where} ({exc}); check that the server is running "
+            "and the base URL.",
             provider="openai", retryable=True,
         ))
     if isinstance(exc, openai.APIStatusError):
@@ -338,6 +222,13 @@ class OpenAIModel:
         self.stream = stream
         self.retry = retry or RetryPolicy()
 
+    @property
+    def timeouts(self) -> Timeouts:
+        return self.connection.timeouts
+
+    def _timed_out(self, key: str, seconds: float) -> Retryable:
+        return timeout_error(self.connection.label, "openai", self.model, key, seconds)
+
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params = to_openai(request.system, request.messages, request.tools)
         params["model"] = self.model
@@ -359,9 +250,9 @@ class OpenAIModel:
         owned = self.connection.client is None
         client = self.connection.client or self.connection.open()
         try:
-            return await self._call(client, params, request)
+            return await within(lambda: self._call(client, params, request), self.timeouts, self._timed_out)
         except openai.OpenAIError as e:
-            raise _to_model_error(e, self.model, self.connection.base_url, self.connection.compatible) from e
+            raise _to_model_error(e, self.model, self.connection) from e
         finally:
             if owned:
                 await client.close()
@@ -370,13 +261,15 @@ class OpenAIModel:
         if not self.stream:
             completion = await client.chat.completions.create(**params)
             return from_openai(completion, max_output_tokens=self.max_output_tokens)
-        assembler = _StreamAssembler()
+        assembler = StreamAssembler()
         stream = await client.chat.completions.create(**params)
-        async with stream:
-            async for chunk in stream:
+        async with stream, aclosing(watch(stream, self.timeouts.stall_s)) as chunks:
+            async for chunk in chunks:
                 delta = assembler.add(chunk)
                 if delta and request.on_text is not None:
                     request.on_text(delta)
+        if assembler.finish is None:  # the SDK ends the stream quietly when the connection closes early
+            raise truncated_error(self.connection.label, "openai", self.model, "no finish_reason")
         return assembler.response(self.max_output_tokens)
 
     def __repr__(self) -> str:
@@ -388,7 +281,7 @@ def from_spec(spec: ModelSpec, settings: dict[str, Any]) -> OpenAIModel:
     return OpenAIModel(
         spec.model,
         OpenAIConnection.from_settings(settings, spec.base_url),
-        max_output_tokens=setting(settings, "max_output_tokens", int, 8192),
-        stream=setting(settings, "stream", bool, True),
+        max_output_tokens=setting(settings, "max_output_tokens", int, MAX_OUTPUT_TOKENS),
+        stream=setting(settings, "stream", bool, STREAM),
         retry=RetryPolicy.from_settings(settings),
     )
