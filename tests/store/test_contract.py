@@ -135,12 +135,22 @@ def test_requests_go_to_the_owner_once(store: Store) -> None:
     assert store.take_requests(store.owner, 3.0) == []
 
 
-def test_heartbeats(store: Store) -> None:
-    assert store.owner_heartbeat("x") is None
-    store.heartbeat("x", 4.0)
-    store.heartbeat("x", 5.0)
+def test_leases(store: Store) -> None:
+    assert store.lease("x") is None
+    store.renew_lease("x", 4.0, 34.0, "proc")
+    store.renew_lease("x", 5.0, 35.0, "proc")
     store.flush()
-    assert store.owner_heartbeat("x") == 5.0
+    got = store.lease("x")
+    assert got is not None
+    assert (got.owner, got.renewed_at, got.expires_at, got.process) == ("x", 5.0, 35.0, "proc")
+    store.release_lease("x")
+    store.flush()
+    assert store.lease("x") is None
+
+
+async def test_room_returns_at_once_when_the_store_is_not_behind(store: Store) -> None:
+    store.create_run(rec("r1"))
+    await store.room()
 
 
 def test_on_commit_runs_after_the_writes_before_it(store: Store) -> None:

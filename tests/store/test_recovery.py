@@ -136,16 +136,19 @@ async def test_a_transcript_that_holds_the_answer_is_finished_with_it(tmp_path: 
 
 async def test_restore_runs_once_and_leaves_live_owners_alone(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
-    s = SQLiteStore(db)
-    live_owner = s.owner  # this process is alive
-    s.close()
-    seed(db, [run("mine", owner=live_owner), run("dead")], {"dead": [Message.user("x")]})
-    async with rt_for(db, lambda req: "ok") as rt:
-        assert await rt.restore() is None  # already done by __aenter__
-        assert rt.manager.find("mine") is None
-        await rt.wait(["dead"], timeout=10)
-        assert rt.status("dead") == "completed"
-        assert rt.status("mine") == "running"  # another live runtime's run: not ours to touch
+    seed(db, [run("dead")], {"dead": [Message.user("x")]})
+    live = SQLiteStore(db)  # another runtime's store, open: it holds a lease on the run it owns
+    try:
+        live.create_run(run("mine", owner=live.owner))
+        live.flush()
+        async with rt_for(db, lambda req: "ok") as rt:
+            assert await rt.restore() is None  # already done by __aenter__
+            assert rt.manager.find("mine") is None
+            await rt.wait(["dead"], timeout=10)
+            assert rt.status("dead") == "completed"
+            assert rt.status("mine") == "running"  # another live runtime's run: not ours to touch
+    finally:
+        live.close()
 
 
 async def test_restore_recreates_only_open_runs_and_loads_finished_children_on_demand(tmp_path: Path) -> None:

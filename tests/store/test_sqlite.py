@@ -10,7 +10,8 @@ import pytest
 from subagents.exceptions import StoreError
 from subagents.messages import Message
 from subagents.store import RunRecord, open_store
-from subagents.store._schema import SCHEMA_VERSION, V1_SCHEMA
+from subagents.store._lease import Lease
+from subagents.store._schema import _MIGRATIONS, SCHEMA_VERSION, V1_SCHEMA
 from subagents.store.sqlite import SQLiteStore
 
 
@@ -115,19 +116,36 @@ def test_migrates_a_version_1_store_forward_keeping_its_data(tmp_path: Path) -> 
                           usage={"input_tokens": 7}, runs=0, owner="")
         assert s.transcript("old") == [Message.user("hi")]
         assert [a.id for a in s.pending_announcements()] == ["old:1"]
-        s.heartbeat(s.owner, 3.0)  # a v2 table
+        s.renew_lease(s.owner, 3.0, 33.0)  # a v2 table with v4 columns
         s.add_audit("old", "approval", {"tool": "bash", "decision": "allowed once"}, 4.0)  # a v3 table
         s.flush()
-        assert s.owner_heartbeat(s.owner) == 3.0
+        assert s.lease(s.owner) == Lease(s.owner, 3.0, 33.0, "")
         assert [(a.kind, a.data["tool"]) for a in s.audit_of("old")] == [("approval", "bash")]
         assert s.get_run("old").permission_mode == ""  # type: ignore[union-attr]
     finally:
         s.close()
     conn = sqlite3.connect(p)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     finally:
         conn.close()
+
+
+def test_migrating_a_version_3_store_turns_heartbeats_into_leases(tmp_path: Path) -> None:
+    """v3 -> v4: a heartbeat row becomes a lease that expires 60 s after it (what it was trusted for)."""
+    p = tmp_path / "state.db"
+    conn = sqlite3.connect(p, isolation_level=None)
+    conn.executescript(V1_SCHEMA)
+    for v in (1, 2):
+        conn.executescript(_MIGRATIONS[v])
+    conn.execute("INSERT INTO owners (owner, heartbeat) VALUES ('h:1:old', 100.0)")
+    conn.close()
+    s = SQLiteStore(p)
+    try:
+        assert s.migrated_from == 3
+        assert s.lease("h:1:old") == Lease("h:1:old", 100.0, 160.0, "")
+    finally:
+        s.close()
 
 
 def test_reads_see_writes_after_flush_and_survive_reopen(tmp_path: Path) -> None:

@@ -218,6 +218,7 @@ class AgentManager(Recording):
     # ------------------------------------------------------------------------------------------
     # running
     async def _drive(self, node: AgentNode, prompt: str | None) -> RunResult:
+        await self.store.room()  # back-pressure: a store whose writer is behind makes new runs wait
         node.runs += 1
         self._set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
         try:

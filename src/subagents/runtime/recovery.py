@@ -3,9 +3,10 @@
 When a :class:`~subagents.Runtime` first runs or spawns (or enters ``async with``), it calls
 :func:`restore` once for its store:
 
-1. Find the runs that are not final and whose owner is gone — the owning process is dead (same
-   host), or its heartbeat is older than ``stale_after_s`` (another host).  Runs of a live
-   runtime are never touched.
+1. Find the runs that are not final and whose owner is gone: its lease (see
+   :mod:`subagents.store._lease`) is absent or expired, or its process is provably gone (same machine:
+   that PID is dead, or is another process now).  Runs of a runtime whose lease is renewed are never
+   touched, whatever PIDs say.
 2. ``on_restart="resume"`` (default): re-create each run's agent from its record and transcript
    and start it again.  A tool call the model made but whose result was never recorded is
    answered with an ``is_error`` tool result saying it was interrupted — it is **not** re-run,
@@ -22,8 +23,6 @@ Afterwards no record is ``running`` without a live task behind it.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -32,6 +31,7 @@ from ..authority.names import MODES
 from ..authority.permissions import mode_rank
 from ..exceptions import DefinitionError, SpawnError
 from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
+from ..store._lease import process_gone
 from ..store.base import AnnouncementRecord, RunRecord, Store
 from .isolation import worktree_from_record
 from .limits import Limits
@@ -76,26 +76,12 @@ def record_result(rec: RunRecord) -> RunResult:
         tool_calls=rec.tool_calls, parent_id=rec.parent_id, depth=rec.depth)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def is_orphaned(store: Store, rec: RunRecord, now: float, stale_after_s: float = 60.0) -> bool:
-    """Whether ``rec``'s owning runtime is gone (see the module docstring)."""
+def is_orphaned(store: Store, rec: RunRecord, now: float) -> bool:
+    """Whether ``rec``'s owning runtime is gone: no lease, an expired one, or a process provably gone."""
     if rec.owner == store.owner:
         return False
-    host, _, rest = rec.owner.partition(":")
-    pid_s = rest.partition(":")[0]
-    if host == socket.gethostname() and pid_s.isdigit():
-        return not _pid_alive(int(pid_s))
-    hb = store.owner_heartbeat(rec.owner) if rec.owner else None
-    return hb is None or now - hb > stale_after_s
+    lease = store.lease(rec.owner) if rec.owner else None
+    return lease is None or lease.expires_at <= now or process_gone(lease.process)
 
 
 def _limits(d: dict[str, object]) -> Limits:
@@ -209,8 +195,7 @@ def _mark_interrupted(store: Store, rec: RunRecord, now: float, result_max_chars
     store.finish_run(rec.run_id, fields, ann)
 
 
-def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None = None,
-            stale_after_s: float = 60.0) -> RestoreReport:
+def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None = None) -> RestoreReport:
     """Take over what a dead process left (see the module docstring).  Needs a running event loop."""
     store = mgr.store
     now = time.time() if now is None else now
@@ -218,7 +203,7 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
     store.flush()
     open_runs = [r for status in (str(Status.PENDING_INIT), str(Status.RUNNING))
                  for r in store.list_runs(include_archived=True, status=status)
-                 if r.run_id not in mgr.nodes and is_orphaned(store, r, now, stale_after_s)]
+                 if r.run_id not in mgr.nodes and is_orphaned(store, r, now)]
     open_runs.sort(key=lambda r: r.created_at)
     if on_restart == "mark_interrupted":
         for r in open_runs:
@@ -227,7 +212,7 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
         store.flush()
         open_runs = []
     open_ids = {r.run_id for r in open_runs}
-    needed = _with_ancestors(store, [*open_runs, *_parents_with_pending(store, now, stale_after_s)])
+    needed = _with_ancestors(store, [*open_runs, *_parents_with_pending(store, now)])
     by_id = _adopt_records(mgr, needed, open_ids, now, report)
     for r in open_runs:  # a run whose tree could not be re-created (its parent record is gone)
         if r.run_id not in by_id and r.run_id not in report.failed:
@@ -246,14 +231,14 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
     return report
 
 
-def _parents_with_pending(store: Store, now: float, stale_after_s: float) -> list[RunRecord]:
+def _parents_with_pending(store: Store, now: float) -> list[RunRecord]:
     """Parents whose undelivered announcements this process may deliver (the parent is ours or orphaned)."""
     out: dict[str, RunRecord] = {}
     for a in store.pending_announcements():
         if a.parent_id in out:
             continue
         rec = store.get_run(a.parent_id)
-        if rec is not None and (rec.owner == store.owner or is_orphaned(store, rec, now, stale_after_s)):
+        if rec is not None and (rec.owner == store.owner or is_orphaned(store, rec, now)):
             out[rec.run_id] = rec
     return list(out.values())
 

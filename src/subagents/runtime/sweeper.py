@@ -1,11 +1,14 @@
-"""The sweeper: cleanup policies, heartbeats and requests from other processes.
+"""The sweeper: cleanup policies and requests from other processes.
+
+(The owner lease that tells other processes this runtime's runs have a live owner is renewed by
+the store's writer thread itself — see :mod:`subagents.store._lease` — so it holds while the
+process lives, with or without a sweeper, even while the event loop waits on a long model call.)
 
 One :meth:`Sweeper.sweep` does, with the time from an injectable ``clock``:
 
-1. write this runtime's heartbeat (so other processes know its runs have a live owner);
-2. take the requests other processes left for this runtime's runs (``subagents runs cancel`` /
+1. take the requests other processes left for this runtime's runs (``subagents runs cancel`` /
    ``runs resume``) and carry them out;
-3. apply the cleanup policies to final runs:
+2. apply the cleanup policies to final runs:
    ``cleanup="keep"`` — ``archive_at = ended_at + archive_after_minutes``; once past it the run is
    archived (hidden from default listings, still readable);
    ``cleanup="delete"`` — record and transcript removed once the result was delivered (a
@@ -60,7 +63,6 @@ class Sweeper:
         now = self.clock()
         report = SweepReport()
         if self.manager is not None:
-            self.store.heartbeat(self.store.owner, now)
             for req in self.store.take_requests(self.store.owner, now):
                 report.requests.append(self._carry_out(req))
         for rec in self.store.cleanup_candidates(now):

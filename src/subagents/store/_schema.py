@@ -7,6 +7,8 @@ Version history:
   runtimes), ``requests`` (cancel/resume asked by another process), an index on ``runs.owner``.
 * **3** — ``runs.permission_mode``, ``runs.worktree`` and ``audit`` (approval decisions, denials, hook
   blocks and errors).
+* **4** — ``owners.expires`` and ``owners.process``: the heartbeat row became an owner **lease** (see
+  :mod:`subagents.store._lease`); an old row keeps the 60 s the heartbeat was trusted for.
 
 A store opened by an older ``subagents`` is migrated forward in one transaction at open; a store
 written by a newer one is refused (never downgraded).
@@ -18,7 +20,7 @@ import sqlite3
 
 __all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "V1_SCHEMA", "migrate"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: The ``runs`` columns, in :class:`~subagents.store.base.RunRecord` field order.
 RUN_COLUMNS: tuple[str, ...] = (
@@ -80,8 +82,15 @@ CREATE INDEX audit_run ON audit(run_id, id);
 PRAGMA user_version = 3;
 """
 
+_V3_TO_V4 = """
+ALTER TABLE owners ADD COLUMN expires REAL NOT NULL DEFAULT 0;
+ALTER TABLE owners ADD COLUMN process TEXT NOT NULL DEFAULT '';
+UPDATE owners SET expires = heartbeat + 60;
+PRAGMA user_version = 4;
+"""
+
 #: ``from version -> script`` that brings a store to ``from version + 1``.
-_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3}
+_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3, 3: _V3_TO_V4}
 
 
 def _statements(script: str) -> list[str]:

@@ -13,8 +13,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..exceptions import StoreError
 from ..messages import Message
+from ._lease import Lease
 
-__all__ = ["FINAL_STATUSES", "AnnouncementRecord", "AuditRecord", "Request", "RunRecord", "Store", "check_run_fields"]
+__all__ = ["FINAL_STATUSES", "AnnouncementRecord", "AuditRecord", "Lease", "Request", "RunRecord", "Store",
+           "check_run_fields"]
 
 #: Statuses after which a run does not change on its own (``Status.is_final`` in the runtime).
 FINAL_STATUSES = frozenset({"completed", "errored", "shutdown"})
@@ -56,7 +58,7 @@ class RunRecord:
     system_prompt: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
     runs: int = 0          # how many times the agent was started (announcement ids are "<run_id>:<runs>")
-    owner: str = ""        # "<host>:<pid>:<token>" of the process whose runtime drives it
+    owner: str = ""        # "<host>:<pid>:<token>" of the store instance (runtime) that drives it
     permission_mode: str = ""  # the permission mode it runs in ("" in stores written before v3)
     worktree: dict[str, Any] = field(default_factory=dict)  # its git worktree (isolation: worktree), if any
 
@@ -174,11 +176,22 @@ class Store(Protocol):
         or ``archive_at`` reached (committed state)."""
         ...
 
-    def heartbeat(self, owner: str, at: float) -> None:
-        """Record that ``owner`` (a live runtime) is alive at ``at``."""
+    def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:
+        """Record that ``owner`` is alive at ``at`` and holds its runs until ``expires_at`` (its owner lease;
+        ``process``: its :func:`~subagents.store._lease.process_identity`).  A store renews its own lease."""
         ...
 
-    def owner_heartbeat(self, owner: str) -> float | None: ...
+    def release_lease(self, owner: str) -> None:
+        """Drop ``owner``'s lease: its unfinished runs are orphaned at once (a store releases its own on close)."""
+        ...
+
+    def lease(self, owner: str) -> Lease | None:
+        """``owner``'s lease as committed (``None``: it holds none); expired leases included."""
+        ...
+
+    async def room(self) -> None:
+        """Back-pressure: return once the store can take more writes (at once when it is not behind)."""
+        ...
 
     def add_request(self, run_id: str, kind: str, message: str, at: float) -> None: ...
 

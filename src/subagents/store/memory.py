@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import socket
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message
+from ._lease import Lease, new_owner_id
 from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryStore", "new_owner_id"]
 
 
 class MemoryStore:
@@ -24,7 +22,7 @@ class MemoryStore:
         self.transcripts: dict[str, list[Message]] = {}
         self.announcements: dict[str, AnnouncementRecord] = {}
         self.owner = new_owner_id()
-        self.heartbeats: dict[str, float] = {}
+        self.leases: dict[str, Lease] = {}
         self.requests: list[Request] = []
         self.audit: dict[str, list[AuditRecord]] = {}
 
@@ -100,11 +98,17 @@ class MemoryStore:
         return [r for r in self.list_runs() if r.is_final
                 and (r.cleanup == "delete" or r.archive_at is None or r.archive_at <= now)]
 
-    def heartbeat(self, owner: str, at: float) -> None:
-        self.heartbeats[owner] = at
+    def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:
+        self.leases[owner] = Lease(owner, at, expires_at, process)
 
-    def owner_heartbeat(self, owner: str) -> float | None:
-        return self.heartbeats.get(owner)
+    def release_lease(self, owner: str) -> None:
+        self.leases.pop(owner, None)
+
+    def lease(self, owner: str) -> Lease | None:
+        return self.leases.get(owner)
+
+    async def room(self) -> None:
+        return None  # nothing to wait for: every write is done when the call returns
 
     def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
         self.requests.append(Request(len(self.requests) + 1, run_id, kind, message, at))
@@ -132,8 +136,3 @@ class MemoryStore:
 
     def close(self) -> None:
         return None
-
-
-def new_owner_id() -> str:
-    """``<host>:<pid>:<token>``: identifies one store-opening process (see :mod:`subagents.runtime.recovery`)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

@@ -7,7 +7,7 @@ How a write travels:
    hand-off ``linger_s`` later (2 ms; at once when no event loop runs, and on :meth:`flush`).
 2. The hand-off folds the batch into its net effect (a run created, updated and finished within
    one batch becomes one ``INSERT``), serializes it and turns it into a few multi-row statements,
-   still on the calling thread, then puts them on the writer's queue (which never blocks).
+   still on the calling thread, then puts them on the writer's queue.
 3. One writer thread commits everything queued in **one** transaction, in queue order (so the
    store applies operations in call order), then runs the batch's :meth:`on_commit` callbacks (the
    runtime publishes the events that announce status changes from there — see ``docs/durability.md``)
@@ -16,7 +16,10 @@ How a write travels:
 
 ``synchronous=NORMAL`` in WAL mode: a committed batch survives the process being killed; an OS
 crash or power loss may lose the last batches (``durable=True`` selects ``synchronous=FULL``).
-A SIGKILL loses at most the batch being gathered (``linger_s``) and the one being committed.
+The backlog (accepted, not yet committed: gathered, queued and committing) is at most
+``max_backlog`` operations (:data:`MAX_BACKLOG`): a SIGKILL loses no more.  A call that would go over
+it blocks until the writer catches up; an async producer awaits :meth:`SQLiteStore.room` instead.
+The store renews its owner lease from the writer thread (:mod:`._writer`, :mod:`._lease`).
 
 The store is used from one thread at a time (the runtime's event loop thread, or a CLI command).
 Reads use their own connection and see what is committed; call :meth:`flush` first when a read
@@ -27,10 +30,8 @@ must see this process's own recent writes.  A writer failure is kept and raised 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
-import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -56,81 +57,55 @@ from ._batch import (
     Recorder,
     record_from_row,
 )
+from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id
 from ._schema import SCHEMA_VERSION, migrate
+from ._support import store_error, write_gitignore
+from ._writer import LeaseTerms, Writer
 from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
-from .memory import new_owner_id
 
-__all__ = ["GITIGNORE", "SQLiteStore", "write_gitignore"]
+__all__ = ["MAX_BACKLOG", "SQLiteStore"]
 
-#: What ``.subagents/.gitignore`` holds: the state stays out of git, config and agent definitions may go in.
-GITIGNORE = """\
-# Written by subagents when it first created its state here: the run store (state.db and its
-# WAL files) must never be committed; the project's config and agent definitions may be.
-*
-!.gitignore
-!config.toml
-!agents/
-!agents/**
-"""
-
-
-def write_gitignore(directory: Path) -> None:
-    """Create ``directory/.gitignore`` (:data:`GITIGNORE`) when ``directory`` is a ``.subagents`` directory
-    and has none; an existing file is never overwritten, and a failure never stops the store."""
-    if directory.name != ".subagents":
-        return
-    with contextlib.suppress(OSError), open(directory / ".gitignore", "x", encoding="utf-8") as f:
-        f.write(GITIGNORE)
-
-def _error(path: Path, e: BaseException, doing: str) -> StoreError:
-    """A :class:`StoreError` naming the file, what went wrong and what to do."""
-    msg = str(e)
-    low = msg.lower()
-    if "locked" in low or "busy" in low:
-        return StoreError(
-            f"the run store {path} is locked by another process ({msg}) while {doing}; stop the other "
-            "subagents process that holds it, or point [store] url at another file")
-    if "not a database" in low or "malformed" in low or "corrupt" in low:
-        return StoreError(
-            f"the run store {path} is corrupt or not a SQLite database ({msg}); move it aside "
-            f"(mv {path} {path}.bad) to start a new store, or restore it from a backup")
-    if "readonly" in low or "unable to open" in low or "permission" in low or "disk i/o" in low \
-            or isinstance(e, OSError):
-        return StoreError(
-            f"the run store {path} cannot be written ({msg}) while {doing}; check the permissions and free "
-            "space of the file and its directory, or point [store] url at a writable path")
-    return StoreError(f"the run store {path} failed while {doing} ({msg}); run 'subagents runs list' to check it, "
-                      "or point [store] url at another file")
+MAX_BACKLOG = 2_000
+"""Store operations accepted but not yet committed, at most (the batch being gathered included): what a
+SIGKILL can lose.  A caller that would go over it waits for the writer (see :meth:`SQLiteStore.room`)."""
 
 
 class SQLiteStore:
     """A :class:`~subagents.store.base.Store` in one SQLite file.  See the module docstring."""
 
     def __init__(self, path: str | Path, *, timeout: float = 5.0, linger_s: float = 0.002,
-                 durable: bool = False) -> None:
+                 durable: bool = False, max_backlog: int = MAX_BACKLOG, lease_s: float = LEASE_S,
+                 renew_s: float | None = None) -> None:
+        if max_backlog < 2:
+            raise ValueError("max_backlog must be at least 2 operations")
+        if not 0 < (renew_s if renew_s is not None else lease_s / 6) < lease_s:
+            raise ValueError("renew_s must be positive and shorter than lease_s")
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self.owner = new_owner_id()
         self.migrated_from: int = SCHEMA_VERSION
+        self.lease_s = lease_s
+        self.renew_s = renew_s if renew_s is not None else min(RENEW_S, lease_s / 6)
+        self.max_backlog = max_backlog
         self._linger = linger_s
         self._pending: list[tuple[Any, ...]] = []  # ops of the batch being gathered (calling thread)
+        self._npending = 0  # how many of them came through _put (the writer counts them committed)
         self._timer_loop: asyncio.AbstractEventLoop | None = None  # where the hand-off of that batch is due
-        # prepared batches for the writer; SimpleQueue.put never blocks the caller (no lock the writer holds)
-        self._queue: queue.SimpleQueue[tuple[list[tuple[str, Any, bool]], list[tuple[Any, ...]]]] = (
-            queue.SimpleQueue())
-        self._error: StoreError | None = None
         self._closed = False
         self._read_lock = threading.Lock()
         self._tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
-        self._wconn = self._open(timeout, durable)
+        wconn = self._open(timeout, durable)
         try:
             self._rconn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._rconn.execute("PRAGMA query_only=1")
         except sqlite3.Error as e:
-            self._wconn.close()
-            raise _error(self.path, e, "opening it for reading") from None
-        self._thread = threading.Thread(target=self._writer, name=f"subagents-store:{self.path.name}", daemon=True)
-        self._thread.start()
+            wconn.close()
+            raise store_error(self.path, e, "opening it for reading") from None
+        self._w = Writer(wconn, self.path)
+
+    @property
+    def _error(self) -> StoreError | None:
+        return self._w.error
 
     # -- opening --------------------------------------------------------------------------------
     def _open(self, timeout: float, durable: bool) -> sqlite3.Connection:
@@ -143,7 +118,7 @@ class SQLiteStore:
         try:
             conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as e:
-            raise _error(self.path, e, "opening it") from None
+            raise store_error(self.path, e, "opening it") from None
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
@@ -168,16 +143,24 @@ class SQLiteStore:
                              "point [store] url at another file") from None
         except sqlite3.Error as e:
             conn.close()
-            raise _error(self.path, e, "opening it") from None
+            raise store_error(self.path, e, "opening it") from None
         return conn
 
     # -- the calling side: snapshot, enqueue, return -------------------------------------------
     def _put(self, op: tuple[Any, ...]) -> None:
-        if self._error is not None:
-            raise self._error
+        w = self._w
+        if w.error is not None:
+            raise w.error
         if self._closed:
             raise StoreError(f"the run store {self.path} is closed; open a new Runtime to use it")
+        if w.backlog >= self.max_backlog:  # back-pressure: hand over what is gathered, wait for the writer
+            self._handoff()
+            w.wait_room(self.max_backlog)
+            if w.error is not None:
+                raise w.error
         self._pending.append(op)
+        self._npending += 1
+        w.submitted += 1
         timer = self._timer_loop
         if timer is not None and not timer.is_closed():
             return  # a hand-off is already due for this batch
@@ -199,6 +182,7 @@ class SQLiteStore:
         """
         self._timer_loop = None
         ops, self._pending = self._pending, []
+        n, self._npending = self._npending, 0
         if not ops:
             return
         plan = Plan()
@@ -213,19 +197,34 @@ class SQLiteStore:
             if not plan.empty():
                 plan.apply(stmts, self._tails)
         except (ValueError, TypeError, OverflowError) as e:
-            self._error = _error(self.path, e, "preparing a write")
+            self._w.error = store_error(self.path, e, "preparing a write")
             stmts.calls.clear()
-        self._queue.put((stmts.calls, signals))
+        self._w.queue.put((stmts.calls, signals, n))
+
+    async def room(self) -> None:
+        """Wait, without blocking the event loop, while the backlog is over half its bound (back-pressure
+        for asynchronous producers; a synchronous call blocks briefly only at the bound itself)."""
+        if self._w.backlog >= self.max_backlog // 2:
+            self._handoff()
+            await self._w.room(self.max_backlog // 2)
 
     def create_run(self, rec: RunRecord) -> None:
         """Record a new run; the store takes ``rec`` over (the caller must not change it afterwards)."""
         if not rec.owner:
             rec.owner = self.owner
+        if rec.owner == self.owner:
+            self._hold_lease()
         self._put((CREATE, rec))
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         check_run_fields(fields)
+        if fields.get("owner") == self.owner:  # adopting a run
+            self._hold_lease()
         self._put((UPDATE, run_id, dict(fields)))
+
+    def _hold_lease(self) -> None:
+        if self._w.lease is None and not self._closed:
+            self._w.hold_lease(LeaseTerms(self.owner, self.lease_s, self.renew_s))
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
                         delivered: Sequence[str] = (), at: float = 0.0) -> None:
@@ -242,8 +241,14 @@ class SQLiteStore:
     def delete_run(self, run_id: str) -> None:
         self._put((DELETE, run_id))
 
-    def heartbeat(self, owner: str, at: float) -> None:
-        self._put((SQL, "INSERT OR REPLACE INTO owners (owner, heartbeat) VALUES (?, ?)", (owner, at)))
+    def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:
+        self._put((SQL, "INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALUES (?, ?, ?, ?)",
+                   (owner, at, expires_at, process)))
+
+    def release_lease(self, owner: str) -> None:
+        if owner == self.owner:
+            self._w.lease = None
+        self._put((SQL, "DELETE FROM owners WHERE owner = ?", (owner,)))
 
     def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
         self._put((SQL, "INSERT INTO requests (run_id, kind, message, created_at) VALUES (?, ?, ?, ?)",
@@ -270,22 +275,25 @@ class SQLiteStore:
         self._pending.append((FLUSH, done))
         self._handoff()
         while not done.wait(0.5):
-            if not self._thread.is_alive():
+            if not self._w.thread.is_alive():
                 break
         if self._error is not None:
             raise self._error
 
     def close(self) -> None:
+        """Release the lease (if held), commit everything, stop the writer."""
         if self._closed:
             return
         try:
+            if self._w.lease is not None and self._w.error is None:
+                self.release_lease(self.owner)
             self.flush()
         finally:
             self._closed = True
-            self._pending.append((STOP,))
             self._handoff()
-            self._thread.join()
-            self._wconn.close()
+            self._w.queue.put(None)
+            self._w.thread.join()
+            self._w.conn.close()
             self._rconn.close()
 
     # -- reads ----------------------------------------------------------------------------------
@@ -298,7 +306,7 @@ class SQLiteStore:
             with self._read_lock:
                 return self._rconn.execute(sql, tuple(params)).fetchall()
         except sqlite3.Error as e:
-            raise _error(self.path, e, "reading it") from None
+            raise store_error(self.path, e, "reading it") from None
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE run_id = ?", (run_id,))
@@ -345,9 +353,9 @@ class SQLiteStore:
                           "OR archive_at <= ?) ORDER BY created_at, rowid", (now,))
         return [record_from_row(r) for r in rows]
 
-    def owner_heartbeat(self, owner: str) -> float | None:
-        rows = self._read("SELECT heartbeat FROM owners WHERE owner = ?", (owner,))
-        return float(rows[0][0]) if rows else None
+    def lease(self, owner: str) -> Lease | None:
+        rows = self._read("SELECT owner, heartbeat, expires, process FROM owners WHERE owner = ?", (owner,))
+        return Lease(rows[0][0], float(rows[0][1]), float(rows[0][2]), rows[0][3]) if rows else None
 
     def take_requests(self, owner: str, at: float) -> list[Request]:
         """Hand out open requests for this owner's committed runs (once each: marked done in the same call)."""
@@ -357,44 +365,3 @@ class SQLiteStore:
             ids = [(at, r[0]) for r in rows]
             self._put((SQL, "UPDATE requests SET done_at = ? WHERE id = ? AND done_at IS NULL", ids, True))
         return [Request(*r) for r in rows]
-
-    # -- the writer thread ----------------------------------------------------------------------
-    def _writer(self) -> None:
-        q = self._queue
-        while True:
-            batches = [q.get()]
-            while not q.empty():
-                batches.append(q.get_nowait())
-            if self._error is None:
-                self._commit_or_fail([c for calls, _ in batches for c in calls])
-            stop = False
-            for _, signals in batches:  # flush waiters and commit callbacks run even after a failure
-                for op in signals:
-                    if op[0] == FLUSH:
-                        op[1].set()
-                    elif op[0] == CALL:
-                        with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
-                            op[1]()
-                    else:
-                        stop = True
-            if stop:
-                return
-
-    def _commit_or_fail(self, calls: list[tuple[str, Any, bool]]) -> None:
-        if not calls:
-            return
-        c = self._wconn
-        try:
-            c.execute("BEGIN IMMEDIATE")
-            for sql, params, many in calls:
-                if many:
-                    c.executemany(sql, params)
-                else:
-                    c.execute(sql, params)
-            c.execute("COMMIT")
-        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
-            self._error = _error(self.path, e, "writing to it")
-            with contextlib.suppress(sqlite3.Error):
-                c.execute("ROLLBACK")
-
-

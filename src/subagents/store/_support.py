@@ -1,0 +1,51 @@
+"""Helpers of the SQLite store: the wording of its errors and the ``.subagents/.gitignore`` it writes."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from ..exceptions import StoreError
+
+__all__ = ["GITIGNORE", "store_error", "write_gitignore"]
+
+#: What ``.subagents/.gitignore`` holds: the state stays out of git, config and agent definitions may go in.
+GITIGNORE = """\
+# Written by subagents when it first created its state here: the run store (state.db and its
+# WAL files) must never be committed; the project's config and agent definitions may be.
+*
+!.gitignore
+!config.toml
+!agents/
+!agents/**
+"""
+
+
+def write_gitignore(directory: Path) -> None:
+    """Create ``directory/.gitignore`` (:data:`GITIGNORE`) when ``directory`` is a ``.subagents`` directory
+    and has none; an existing file is never overwritten, and a failure never stops the store."""
+    if directory.name != ".subagents":
+        return
+    with contextlib.suppress(OSError), open(directory / ".gitignore", "x", encoding="utf-8") as f:
+        f.write(GITIGNORE)
+
+
+def store_error(path: Path, e: BaseException, doing: str) -> StoreError:
+    """A :class:`StoreError` naming the file, what went wrong and what to do."""
+    msg = str(e)
+    low = msg.lower()
+    if "locked" in low or "busy" in low:
+        return StoreError(
+            f"the run store {path} is locked by another process ({msg}) while {doing}; stop the other "
+            "subagents process that holds it, or point [store] url at another file")
+    if "not a database" in low or "malformed" in low or "corrupt" in low:
+        return StoreError(
+            f"the run store {path} is corrupt or not a SQLite database ({msg}); move it aside "
+            f"(mv {path} {path}.bad) to start a new store, or restore it from a backup")
+    if "readonly" in low or "unable to open" in low or "permission" in low or "disk i/o" in low \
+            or isinstance(e, OSError):
+        return StoreError(
+            f"the run store {path} cannot be written ({msg}) while {doing}; check the permissions and free "
+            "space of the file and its directory, or point [store] url at a writable path")
+    return StoreError(f"the run store {path} failed while {doing} ({msg}); run 'subagents runs list' to check it, "
+                      "or point [store] url at another file")

@@ -1,0 +1,154 @@
+"""The SQLite store's writer thread: commits prepared batches, bounds the backlog, renews the owner lease.
+
+The calling side (:class:`~subagents.store.sqlite.SQLiteStore`) counts every operation it accepts
+(:attr:`Writer.submitted`); the writer counts those it committed (:attr:`Writer.committed`).  Their
+difference is the **backlog** — everything a SIGKILL would lose.  Callers keep it under a bound:
+a synchronous caller blocks in :meth:`Writer.wait_room` (briefly: that also hands the GIL to the
+writer), an asynchronous one awaits :meth:`Writer.room` without blocking its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import StoreError
+from ._batch import CALL, FLUSH
+from ._lease import process_identity
+from ._support import store_error
+
+__all__ = ["Batch", "LeaseTerms", "Writer"]
+
+Call = tuple[str, Any, bool]
+Batch = tuple[list[Call], list[tuple[Any, ...]], int]  # (statements, signals, operations it holds)
+_RENEW = "INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALUES (?, ?, ?, ?)"
+
+
+class LeaseTerms:
+    """The lease a store holds while it owns runs: renewed every ``renew_s`` for ``lease_s`` more seconds."""
+
+    __slots__ = ("lease_s", "owner", "process", "renew_s")
+
+    def __init__(self, owner: str, lease_s: float, renew_s: float) -> None:
+        self.owner, self.lease_s, self.renew_s = owner, lease_s, renew_s
+        self.process = process_identity()
+
+
+class Writer:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self.queue: queue.SimpleQueue[Batch | None] = queue.SimpleQueue()  # None: stop
+        self.error: StoreError | None = None
+        self.submitted = 0   # operations accepted (calling thread)
+        self.committed = 0   # operations committed or failed (writer thread)
+        self.lease: LeaseTerms | None = None  # set by the calling side when it first owns a run
+        self._next_renewal = 0.0
+        self._cond = threading.Condition()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], int]] = []
+        self.thread = threading.Thread(target=self._run, name=f"subagents-store:{path.name}", daemon=True)
+        self.thread.start()
+
+    @property
+    def backlog(self) -> int:
+        return self.submitted - self.committed
+
+    # -- the calling side ------------------------------------------------------------------------
+    def hold_lease(self, terms: LeaseTerms) -> None:
+        """Write the lease with the next transaction (so with the first run it covers), then renew it."""
+        self._next_renewal = 0.0
+        self.lease = terms
+
+    def wait_room(self, limit: int) -> None:
+        """Block until the backlog is under ``limit`` (or the writer failed or stopped)."""
+        with self._cond:
+            while self.backlog >= limit and self.error is None and self.thread.is_alive():
+                self._cond.wait(0.5)
+
+    async def room(self, limit: int) -> None:
+        """Wait, without blocking the event loop, until the backlog is under ``limit``."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._cond:
+            if self.backlog < limit or self.error is not None or not self.thread.is_alive():
+                return
+            self._waiters.append((loop, fut, limit))
+        await fut
+
+    # -- the writer thread -----------------------------------------------------------------------
+    def _run(self) -> None:
+        q = self.queue
+        while True:
+            lease = self.lease
+            timeout = None if lease is None else max(0.0, self._next_renewal - time.monotonic())
+            batches: list[Batch | None] = []
+            with contextlib.suppress(queue.Empty):  # no batch in time: only the lease is due
+                batches.append(q.get(timeout=timeout))
+            while not q.empty():
+                batches.append(q.get_nowait())
+            stop = None in batches
+            real = [b for b in batches if b is not None]
+            calls = [c for b in real for c in b[0]]
+            renew = self._renewal()
+            if renew is not None:
+                calls.insert(0, renew)
+            if self.error is None:
+                self._commit(calls)
+            self._done(sum(b[2] for b in real), stop)
+            for _, signals, _ in real:  # flush waiters and commit callbacks run even after a failure
+                for op in signals:
+                    if op[0] == FLUSH:
+                        op[1].set()
+                    elif op[0] == CALL:
+                        with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
+                            op[1]()
+            if stop:
+                return
+
+    def _renewal(self) -> Call | None:
+        lease, now = self.lease, time.monotonic()
+        if lease is None or now < self._next_renewal:
+            return None
+        self._next_renewal = now + lease.renew_s
+        at = time.time()
+        return _RENEW, (lease.owner, at, at + lease.lease_s, lease.process), False
+
+    def _done(self, n: int, stop: bool) -> None:
+        """Count ``n`` operations as committed; wake the callers waiting for room."""
+        with self._cond:
+            self.committed += n
+            self._cond.notify_all()
+            wake = [w for w in self._waiters if stop or self.error is not None or self.backlog < w[2]]
+            self._waiters = [w for w in self._waiters if w not in wake]
+        for loop, fut, _ in wake:
+            with contextlib.suppress(RuntimeError):  # that event loop is closed
+                loop.call_soon_threadsafe(_resolve, fut)
+
+    def _commit(self, calls: list[Call]) -> None:
+        if not calls:
+            return
+        c = self.conn
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            for sql, params, many in calls:
+                if many:
+                    c.executemany(sql, params)
+                else:
+                    c.execute(sql, params)
+            c.execute("COMMIT")
+        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
+            self.error = store_error(self.path, e, "writing to it")
+            with contextlib.suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
