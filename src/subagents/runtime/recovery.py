@@ -10,7 +10,10 @@ When a :class:`~subagents.Runtime` first runs or spawns (or enters ``async with`
 2. ``on_restart="resume"`` (default): re-create each run's agent from its record and transcript
    and start it again.  A tool call the model made but whose result was never recorded is
    answered with an ``is_error`` tool result saying it was interrupted — it is **not** re-run,
-   the model decides.  A transcript that already ends in a final answer is finished with it.
+   the model decides — except a ``spawn_agent`` call whose child was started (see
+   :mod:`.pending_spawns`): it gets what it returns live, a foreground child's result once that
+   child ends (a finished child is not run again), so the parent receives it exactly once.
+   A transcript that already ends in a final answer is finished with it.
    ``on_restart="mark_interrupted"``: set each to ``errored`` / outcome ``interrupted``, keeping
    the last assistant text as the partial result (and announcing it to a background child's parent).
 3. Adopt the finished runs of the same trees (so a resumed parent can ``wait`` on, or resume,
@@ -37,6 +40,7 @@ from .isolation import worktree_from_record
 from .limits import Limits
 from .loop import Final
 from .node import AgentNode
+from .pending_spawns import pending_spawns, spawn_result
 from .prompts import announcement_text
 from .result import RunResult
 from .status import Outcome, Status
@@ -168,12 +172,20 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
     if last is None:
         prompt = rec.task
     elif last.role == "assistant" and last.tool_uses:
-        content: list[Block] = [ToolResultBlock(b.id, INTERRUPTED_TOOL, True) for b in last.tool_uses]
-        content.extend(TextBlock(t) for t in core.inbox.drain())  # the tool boundary: announcements join it
-        m = Message("user", content)
-        core.messages.append(m)
-        if core.on_message is not None:
-            core.on_message(m)
+        ready: dict[str, ToolResultBlock] = {}
+        waits: dict[str, tuple[RunRecord, AgentNode]] = {}
+        for call_id, child in pending_spawns(mgr, node, last).items():  # spawned, not answered: no re-spawn
+            kid = mgr.nodes.get(child.run_id)
+            if child.is_final or child.background:
+                ready[call_id] = spawn_result(mgr, call_id, child, record_result(child))
+            elif kid is not None:
+                waits[call_id] = (child, kid)  # resumed with this restore: its result comes when it ends
+        if waits:
+            node.task = asyncio.get_running_loop().create_task(_deliver_then_drive(mgr, node, last, ready, waits),
+                                                               name=f"agent:{node.nickname}")
+            report.resumed.append(node.id)
+            return
+        _answer(node, last, ready)
     elif last.role == "assistant":  # the answer was recorded, the final status was not
         node.runs = max(node.runs, 1)
         mgr._finish(node, core.result(Final(last.text)))
@@ -181,6 +193,26 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
         return
     node.task = asyncio.get_running_loop().create_task(mgr._drive(node, prompt), name=f"agent:{node.nickname}")
     report.resumed.append(node.id)
+
+
+def _answer(node: AgentNode, last: Message, ready: dict[str, ToolResultBlock]) -> None:
+    """Record the results of ``last``'s calls: those in ``ready``, *interrupted* for the others."""
+    core = node.core
+    content: list[Block] = [ready.get(b.id) or ToolResultBlock(b.id, INTERRUPTED_TOOL, True) for b in last.tool_uses]
+    content.extend(TextBlock(t) for t in core.inbox.drain())  # the tool boundary: announcements join it
+    m = Message("user", content)
+    core.messages.append(m)
+    if core.on_message is not None:
+        core.on_message(m)
+
+
+async def _deliver_then_drive(mgr: AgentManager, node: AgentNode, last: Message, ready: dict[str, ToolResultBlock],
+                              waits: dict[str, tuple[RunRecord, AgentNode]]) -> RunResult:
+    """Wait for the resumed foreground children of ``last``'s spawn calls, hand their results over, run on."""
+    for call_id, (rec, kid) in waits.items():
+        ready[call_id] = spawn_result(mgr, call_id, rec, await mgr.wait_one(kid))
+    _answer(node, last, ready)
+    return await mgr._drive(node, None)
 
 
 def _mark_interrupted(store: Store, rec: RunRecord, now: float, result_max_chars: int) -> None:
