@@ -1,4 +1,5 @@
-"""The crash scenario: a root agent fans out background children that nap in tools, on a SQLite store.
+"""The crash scenario: a root agent fans out background children that nap in tools, on a SQLite store,
+then delegates one more job to a foreground child.
 
 ``python crash_scenario.py run STORE_PATH`` runs it (the crash test SIGKILLs this process at a
 random point); it prints ``READY`` once the runtime is open and ``COMPLETED <id>`` for every child
@@ -25,6 +26,7 @@ JOBS = 3
 NAPS = 2
 NAP_S = 0.01
 ROOT_DONE = "ROOT DONE"
+FG_JOB = f"job-{JOBS}"  # the foreground child's job
 
 
 @tool
@@ -48,7 +50,7 @@ def _blocks(messages: list[Message]) -> list[str]:
 def _child(req: ModelRequest) -> ModelResponse:
     naps = sum(1 for m in req.messages for b in m.tool_results if not b.is_error)
     if naps < NAPS:  # job-i naps (i + 1) times longer, so the children end one after the other
-        job = int(req.messages[0].text.rpartition("-")[2])
+        job = int(req.messages[0].text.rpartition("-")[2]) % JOBS
         return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": NAP_S * (job + 1)})])
     return ModelResponse(text=f"RESULT {req.messages[0].text} from {req.agent.id}")
 
@@ -69,7 +71,7 @@ def _spawned(messages: list[Message]) -> tuple[dict[str, str], set[str]]:
                 continue
             if r.is_error:
                 failed.add(job)
-            else:
+            elif job != FG_JOB:  # a background spawn returns the child's id (a foreground one, its result)
                 ids[job] = json.loads(r.content)["agent_id"]
     return ids, failed - set(ids)
 
@@ -85,6 +87,9 @@ def _root(req: ModelRequest) -> ModelResponse:
     texts = _blocks(req.messages)
     unseen = [cid for cid in ids.values() if not any(f"from {cid}" in t for t in texts)]
     if not unseen:
+        if not any(f"RESULT {FG_JOB} from" in t for t in texts):  # none yet, or the call came back interrupted
+            return ModelResponse(tool_calls=[ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": FG_JOB,
+                                                                      "description": FG_JOB})])
         return ModelResponse(text=ROOT_DONE)
     if sum(1 for m in req.messages for u in m.tool_uses if u.name == "nap") < 3:
         # busy for a while: finished children are announced at the root's tool boundaries
@@ -132,6 +137,27 @@ def check(store_path: Path, completed_before_kill: set[str]) -> list[str]:
         s.close()
 
 
+def tally(store_path: Path, completed_before_kill: set[str]) -> tuple[int, int]:
+    """(lost results, re-runs of finished children): results of completed children the root did not
+    receive, and children that ran again (resumed, or spawned anew for the same job) after completing."""
+    s = SQLiteStore(store_path)
+    try:
+        runs = s.list_runs(include_archived=True)
+        roots = [r for r in runs if r.depth == 0]
+        texts = _blocks(s.transcript(roots[0].run_id)) if roots else []
+    finally:
+        s.close()
+    kids = [r for r in runs if r.depth == 1]
+    lost = sum(1 for r in kids if r.status == "completed" and not any(f"from {r.run_id}" in t for t in texts))
+    lost += sum(1 for c in completed_before_kill if not any(r.run_id == c for r in kids))
+    by_job: dict[str, list[str]] = {}
+    for r in kids:
+        by_job.setdefault(r.task, []).append(r.run_id)
+    reruns = sum(1 for r in kids if r.run_id in completed_before_kill and r.runs > 1)
+    reruns += sum(len(ids) - 1 for ids in by_job.values() if len(ids) > 1 and set(ids) & completed_before_kill)
+    return lost, reruns
+
+
 def _violations(s: SQLiteStore, completed_before_kill: set[str]) -> list[str]:
     bad: list[str] = []
     runs = {r.run_id: r for r in s.list_runs(include_archived=True)}
@@ -160,6 +186,13 @@ def _violations(s: SQLiteStore, completed_before_kill: set[str]) -> list[str]:
         seen = sum(1 for t in transcript if f"from {r.run_id}" in t)
         if r.status == "completed" and seen != 1:
             bad.append(f"the root received child {r.run_id}'s result {seen} times, not exactly once")
+    jobs: dict[str, int] = {}
+    for r in runs.values():
+        if r.depth == 1:
+            jobs[r.task] = jobs.get(r.task, 0) + 1
+    for job, n in jobs.items():
+        if n > 1:
+            bad.append(f"{job} was spawned {n} times: a child ran again instead of delivering its result")
     ids, _ = _spawned(s.transcript(root.run_id))
     for job, cid in ids.items():
         if cid not in runs:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import crash_scenario
 
 SCENARIO = Path(__file__).parent / "crash_scenario.py"
-RUN_S = 0.09  # a whole scenario takes about this long after READY on a quiet machine
+RUN_S = 0.13  # a whole scenario takes about this long after READY on a quiet machine
 
 
 def kill_at(store_path: Path, delay: float) -> tuple[set[str], bool]:
