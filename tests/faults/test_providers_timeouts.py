@@ -9,6 +9,7 @@ only bounded each socket operation, so every one of these calls hung (the tests'
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -104,6 +105,42 @@ async def test_a_server_that_never_answers_times_out_and_is_retried(provider: st
     assert f"[providers.{provider}] read_timeout_s" in message
     assert message.endswith("Gave up after 3 attempts (max_retries=2).")
     assert (result.retryable, result.status, result.provider) == (True, None, provider)
+
+
+@pytest.fixture
+def full_backlog() -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` of a listener that never accepts, its backlog full: a connect hangs (Linux)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for sock in (*fillers, listener):
+            sock.close()
+
+
+# Before: the SDKs' own connect timeout of 5 s (connect_timeout_s did not exist): each attempt took 5 s.
+@pytest.mark.timeout(15)
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_connection_that_is_never_accepted_times_out(provider: str, full_backlog: str) -> None:
+    url = full_backlog if provider == "anthropic" else full_backlog + "/v1"
+    m = resolve_model(f"{provider}:test-model", {"api_key": "sk-test", "base_url": url, "connect_timeout_s": 0.2,
+                                                 "max_retries": 1, **FAST})
+    elapsed, result = await timed(m)
+    assert isinstance(result, ModelError)
+    assert 0.4 <= elapsed < 3.0
+    message = str(result)
+    assert "did not accept the connection within 0.2 s" in message
+    assert f"[providers.{provider}] connect_timeout_s" in message
+    assert message.endswith("Gave up after 2 attempts (max_retries=1).")
 
 
 # Before: a byte every 20 ms kept the per-read timeout (timeout_s) from ever firing: hung forever.

@@ -27,7 +27,7 @@ __all__ = ["Stalled", "Timeouts", "sdk_timeout_key", "timeout_error", "transport
 T = TypeVar("T")
 
 _WHAT = {
-    "connect_timeout_s": "could not be connected to within {s:g} s",
+    "connect_timeout_s": "did not accept the connection within {s:g} s",
     "read_timeout_s": "sent no data for {s:g} s",
     "stall_timeout_s": "sent no stream event for {s:g} s (the stream stalled)",
     "timeout_s": "did not finish its answer within {s:g} s",
@@ -108,18 +108,23 @@ class Stalled(Exception):
 async def watch(events: AsyncIterable[T], stall_s: float) -> AsyncGenerator[T, None]:
     """The events of a stream, raising :class:`Stalled` if the next one takes longer than ``stall_s``."""
     iterator = aiter(events)
-    while True:
-        timer = asyncio.timeout(stall_s)
-        try:
-            async with timer:
-                item = await anext(iterator)
-        except StopAsyncIteration:
-            return
-        except TimeoutError:
-            if timer.expired():
-                raise Stalled from None
-            raise
-        yield item
+    try:
+        while True:
+            timer = asyncio.timeout(stall_s)
+            try:
+                async with timer:
+                    item = await anext(iterator)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if timer.expired():
+                    raise Stalled from None
+                raise
+            yield item
+    finally:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            await close()
 
 
 async def within(call: Callable[[], Awaitable[T]], timeouts: Timeouts,
