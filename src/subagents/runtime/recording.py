@@ -58,10 +58,12 @@ class Recording:
         return sink
 
     def _delivered_sink(self, node: AgentNode) -> Callable[[list[str]], None]:
+        acks, run_id = self._acks, node.id  # not the node: no reference cycle node -> inbox -> sink -> node
+
         def delivered(keys: list[str]) -> None:
             for k in keys:
                 if k.startswith("ann:"):
-                    self._ack(node, k[4:])
+                    acks.setdefault(run_id, []).append(k[4:])
 
         return delivered
 

@@ -1,0 +1,58 @@
+"""The delegation hot path makes no reference cycles: a finished tree is freed by reference counting.
+
+Before: node -> core -> inbox -> the delivery callback's closure -> node kept every agent alive until
+a garbage collection (about 150 µs of GC per cycle, and memory that grew between collections).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from subagents import Runtime
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+
+OURS = {"AgentNode", "AgentCore", "AgentInfo", "Inbox", "Budget", "ToolContext", "AgentGuard", "RunResult"}
+
+
+def script(req: ModelRequest) -> ModelResponse:
+    if req.agent.depth > 0:
+        return ModelResponse("child done", [ToolCall("list_dir", {})] if len(req.messages) == 1 else [])
+    if req.messages[-1].tool_results:
+        return ModelResponse("parent done")
+    return ModelResponse(tool_calls=[ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": "go"})])
+
+
+@pytest.fixture
+def saved_garbage() -> Iterator[list[object]]:
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield gc.garbage
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+@pytest.mark.parametrize("store", ["memory://", "sqlite"])
+async def test_finished_trees_are_freed_without_the_garbage_collector(workdir: Path, store: str,
+                                                                      saved_garbage: list[object]) -> None:
+    url = store if store == "memory://" else f"sqlite:///{workdir.parent}/state.db"
+    async with Runtime(model=FunctionModel(script), workdir=workdir, store=url) as rt:
+        assert rt.manager.retention is not None
+        rt.manager.retention.keep_trees = 0  # evict each finished tree at once
+        for _ in range(5):
+            await rt.run("hi")
+        gc.collect()
+        saved_garbage.clear()
+        for _ in range(20):
+            r = await rt.run("hi")
+            assert r.text == "parent done"
+        gc.collect()
+        leaked = sorted({type(o).__name__ for o in saved_garbage} & OURS)
+    assert leaked == []
