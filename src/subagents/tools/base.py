@@ -19,7 +19,6 @@ function: the schema comes from the type hints, the descriptions from the docstr
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import inspect
 import json
@@ -27,6 +26,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
+from .._threads import call_in_thread
 from ..exceptions import ToolError
 from ..messages import ToolResultBlock, ToolUseBlock
 from ..models.base import INVALID_ARGUMENTS_KEY, AgentInfo, ToolSpec
@@ -117,7 +117,12 @@ def _render(value: Any) -> str:
 
 
 class FunctionTool:
-    """A tool backed by a Python function (sync functions run in a worker thread unless ``inline``)."""
+    """A tool backed by a Python function.
+
+    A sync function runs in a daemon worker thread (:func:`subagents._threads.call_in_thread`) unless
+    ``inline``: a call that blocks or never returns holds up neither the event loop nor the end of the
+    run (``timeout_s``, cancellation) nor the exit of the process; it is left behind in its thread.
+    """
 
     __slots__ = ("_async", "_wants_ctx", "category", "description", "fn", "inline", "name", "parameters")
 
@@ -157,7 +162,7 @@ class FunctionTool:
         elif self.inline:
             out = self.fn(*args, **arguments)
         else:
-            out = await asyncio.to_thread(self.fn, *args, **arguments)
+            out = await call_in_thread(self.fn, *args, **arguments)
         return _render(out)
 
     def __repr__(self) -> str:
