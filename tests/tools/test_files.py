@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from subagents.exceptions import ToolError
-from subagents.tools import files
+from subagents.tools import files, grepping
 from subagents.tools.base import FunctionTool, ToolCategory, ToolContext
 from subagents.tools.files import edit_file, glob, grep, list_dir, read_file, write_file
 
@@ -356,8 +356,8 @@ async def test_grep_skips_binary_files(ctx: ToolContext, ws_root: Path) -> None:
 
 async def test_grep_bad_regex(ctx: ToolContext, ws_root: Path) -> None:
     assert await error(grep, ctx, pattern="foo(") == (
-        "pattern 'foo(' is not a valid Python regular expression: missing ), unterminated subpattern at "
-        "position 3. Fix the pattern and call grep again."
+        "pattern 'foo(' is not a valid regular expression: missing ): foo(. Fix the pattern and call grep again "
+        "(grep uses RE2 syntax, which is Python's re syntax without backreferences and lookaround)."
     )
 
 
@@ -365,7 +365,7 @@ async def test_grep_missing_path_and_cap(ctx: ToolContext, ws_root: Path, monkey
     assert await error(grep, ctx, pattern="x", path="nowhere") == (
         "path 'nowhere' does not exist; pass an existing file or directory to search."
     )
-    monkeypatch.setattr(files, "GREP_LIMIT", 3)
+    monkeypatch.setattr(grepping, "GREP_LIMIT", 3)
     (ws_root / "many.txt").write_text("hit\n" * 10)
     assert await call(grep, ctx, pattern="hit") == (
         "many.txt:1: hit\nmany.txt:2: hit\nmany.txt:3: hit\n"
@@ -374,7 +374,7 @@ async def test_grep_missing_path_and_cap(ctx: ToolContext, ws_root: Path, monkey
 
 
 def test_tools_run_in_a_worker_thread() -> None:
-    # Blocking file I/O must not block the event loop: sync FunctionTools go through asyncio.to_thread.
+    # Blocking file I/O must not block the event loop: sync FunctionTools run in daemon worker threads.
     for t in (read_file, write_file, edit_file, list_dir, glob, grep):
         assert not t.inline
         assert not t._async

@@ -19,9 +19,11 @@ import re
 from ..exceptions import ToolError
 from ..sandbox import tree
 from ..sandbox.workspace import Workspace
+from . import grepping
 from .base import ToolCategory, ToolContext, tool
 from .globbing import glob_regex
-from .textio import SNIFF_BYTES, encode_text, open_text, os_error, write_bytes
+from .regexes import Regex, compile_line_regex
+from .textio import encode_text, open_text, os_error, write_bytes
 
 __all__ = ["edit_file", "glob", "grep", "list_dir", "read_file", "write_file"]
 
@@ -33,8 +35,6 @@ MAX_LINE_CHARS = 2000
 """Longer lines are cut in ``read_file`` output."""
 LIST_LIMIT = 1000
 GLOB_LIMIT = 1000
-GREP_LIMIT = 500
-GREP_LINE_CHARS = 500
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 """Version-control directories that ``glob`` and ``grep`` never descend into."""
 
@@ -256,84 +256,38 @@ def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     return _capped(matches, GLOB_LIMIT, "matches", "narrow the pattern or the path") + note
 
 
-def _glob_walk(ws: Workspace, fd: int, start: str, rx: re.Pattern[str]) -> tuple[list[str], list[str]]:
+def _glob_walk(ws: Workspace, fd: int, start: str, rx: Regex) -> tuple[list[str], list[str]]:
     """``(matches, matching symlink loops)`` under the directory ``fd`` (shown as ``start``), sorted; closes ``fd``."""
     matches: list[str] = []
     loops: list[str] = []
     try:
         for p, kind in ws.walk(fd, start, skip=SKIP_DIRS):
-            if rx.match(p):
+            if rx.fullmatch(p):
                 (loops if kind == tree.LOOP else matches).append(_join(start, p) + ("/" if kind == tree.DIR else ""))
     finally:
         os.close(fd)
     return sorted(matches), sorted(loops)
 
 
-def _grep_files(ws: Workspace, fd: int, base: str, glob: str | None) -> list[str]:
-    """The regular files under the open directory ``fd`` (shown as ``base``) matching ``glob``, sorted."""
-    file_rx = glob_regex(glob) if glob else None
-    by_name = glob is not None and "/" not in glob
-    found: list[str] = []
-    for rel, kind in ws.walk(fd, base, skip=SKIP_DIRS):
-        if kind == tree.FILE and (file_rx is None or file_rx.match(rel.rpartition("/")[2] if by_name else rel)):
-            found.append(rel)
-    found.sort()  # by path, like glob's output
-    return [_join(base, rel) for rel in found]
-
-
-def _grep_fd(fd: int, rel: str, rx: re.Pattern[str], hits: list[str]) -> bool:
-    """Append ``rel:line: text`` for each matching line of the open file ``fd`` (stopping once past the
-    cap); False for a binary file, which is not searched.  Closes ``fd``."""
-    with open(fd, "rb") as raw:
-        if b"\x00" in raw.read(SNIFF_BYTES):
-            return False
-        raw.seek(0)
-        with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as text:
-            for n, line in enumerate(text, 1):
-                if rx.search(line):
-                    line = line.rstrip("\r\n")
-                    if len(line) > GREP_LINE_CHARS:
-                        line = line[:GREP_LINE_CHARS] + " [...]"
-                    hits.append(f"{rel}:{n}: {line}")
-                    if len(hits) > GREP_LIMIT:
-                        break
-    return True
-
-
-def _grep_tree(ws: Workspace, fd: int, base: str, glob: str | None, rx: re.Pattern[str], hits: list[str]) -> int:
-    """Search the files under the open directory ``fd``; how many were searched."""
-    searched = 0
-    for rel in _grep_files(ws, fd, base, glob):
-        if len(hits) > GREP_LIMIT:
-            break
-        try:
-            file_fd, _, _ = ws.open_file(rel)  # resolved again beneath the root: never through a changed path
-        except (OSError, ToolError):  # gone meanwhile, or refused (hidden, not a regular file): not searched
-            continue
-        searched += _grep_fd(file_fd, rel, rx, hits)
-    return searched
-
-
 @_read_tool
 def grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search file contents for a Python regular expression; each hit is printed as `path:line: text`.
+    """Search file contents for a regular expression; each matching line is printed as `path:line: text`.
 
-    Binary files and version-control directories are skipped.
+    The pattern is matched line by line: `^` and `$` (also `\\A`, `\\Z`) are a line's start and end, and
+    a match never spans lines. The syntax is RE2's, which is Python's `re` syntax without
+    backreferences (`\\1`), lookahead/lookbehind (`(?=`, `(?<=`), possessive quantifiers (`a++`)
+    and atomic groups; any pattern runs in linear time. Binary files and version-control
+    directories are skipped; a search stops after 30 s with what it found.
 
     Args:
-        pattern: a Python regular expression (re module syntax), searched line by line.
+        pattern: a regular expression (RE2 syntax, like Python's re), searched line by line.
         path: a file or directory to search, relative to the workspace root.
         glob: only search files matching this glob, e.g. `*.py` or `src/**/*.{ts,tsx}`; a glob
             without `/` matches file names, one with `/` the path relative to `path`.
     """
-    try:
-        rx = re.compile(pattern)
-    except re.error as e:
-        raise ToolError(
-            f"pattern {pattern!r} is not a valid Python regular expression: {e}. Fix the pattern and call grep again."
-        ) from e
+    s = grepping.Search(compile_line_regex(pattern))
     ws = ctx.workspace
-    hits: list[str] = []
+    total = 1
     try:
         fd, base = ws.open_dir(path)
     except FileNotFoundError:
@@ -345,20 +299,22 @@ def grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = Non
             raise ToolError(f"path {path!r} does not exist; pass an existing file or directory to search.") from None
         except OSError as e:
             raise os_error(path, e, "search") from e
-        searched = int(_grep_fd(file_fd, base, rx, hits))
+        s.searched = int(grepping.search_fd(file_fd, base, s))
         where = base
     except OSError as e:
         raise os_error(path, e, "search") from e
     else:
         try:
-            searched = _grep_tree(ws, fd, base, glob, rx, hits)
+            total = s.search_tree(ws, fd, base, glob, SKIP_DIRS)
         finally:
             os.close(fd)
         where = base + (f" (files matching {glob!r})" if glob else "")
-    if not hits:
-        return f"No matches for {pattern!r} in {where}; {searched} files searched."
-    if len(hits) > GREP_LIMIT:
-        return "\n".join(hits[:GREP_LIMIT]) + (
-            f"\n[... stopped after {GREP_LIMIT} matching lines; narrow the pattern, path or glob to see the rest ...]"
+    note = s.note(total)
+    if not s.hits:
+        return f"No matches for {pattern!r} in {where}; {s.searched} files searched." + (f"\n{note}" if note else "")
+    limit = grepping.GREP_LIMIT
+    if len(s.hits) > limit:
+        return "\n".join(s.hits[:limit]) + (
+            f"\n[... stopped after {limit} matching lines; narrow the pattern, path or glob to see the rest ...]"
         )
-    return "\n".join(hits)
+    return "\n".join(s.hits) + (f"\n{note}" if note else "")

@@ -1,9 +1,13 @@
 """Glob patterns as regular expressions over ``/``-separated relative paths (for ``glob`` and ``grep``).
 
 ``*`` and ``?`` stay within one directory, ``**`` spans any number of directories, ``[...]`` is a
-character class (``[!...]`` negated), ``{a,b}`` gives alternatives.
+character class (``[!...]`` negated), ``{a,b}`` gives alternatives (nested too).
 
->>> bool(glob_regex("src/**/*.{py,md}").match("src/a/b/c.md"))
+The regex is compiled with RE2 (:mod:`.regexes`), and braces become alternations rather than being
+expanded: a model's ``*a*a*a*a*a*a*a*b`` or ``{a,b}{a,b}...`` costs time linear in the path, where
+Python's ``re`` backtracked for minutes and brace expansion grew exponentially.
+
+>>> bool(glob_regex("src/**/*.{py,md}").fullmatch("src/a/b/c.md"))
 True
 """
 
@@ -11,20 +15,57 @@ from __future__ import annotations
 
 import re
 
+from .regexes import Regex, compile_glob_regex
+
 __all__ = ["expand_braces", "glob_regex", "translate"]
+
+MAX_ALTERNATIVES = 1000
+""":func:`expand_braces` refuses to produce more patterns than this."""
 
 
 def expand_braces(pattern: str) -> list[str]:
-    """``*.{py,md}`` -> ``['*.py', '*.md']`` (one level, repeated left to right)."""
-    m = re.search(r"\{([^{}]*,[^{}]*)\}", pattern)
-    if m is None:
-        return [pattern]
-    head, tail = pattern[: m.start()], pattern[m.end() :]
-    return [e for alt in m.group(1).split(",") for e in expand_braces(head + alt + tail)]
+    """``*.{py,md}`` -> ``['*.py', '*.md']`` (one level, repeated left to right).
+
+    ``ValueError`` beyond :data:`MAX_ALTERNATIVES` patterns (``{a,b}`` repeated 20 times is a
+    million); :func:`glob_regex` does not expand, it uses alternations.
+    """
+    out: list[str] = []
+    todo = [pattern]
+    while todo:
+        p = todo.pop()
+        m = re.search(r"\{([^{}]*,[^{}]*)\}", p)
+        if m is None:
+            out.append(p)
+        else:
+            head, tail = p[: m.start()], p[m.end() :]
+            todo.extend(head + alt + tail for alt in reversed(m.group(1).split(",")))
+        if len(out) + len(todo) > MAX_ALTERNATIVES:
+            raise ValueError(f"{pattern!r} expands to more than {MAX_ALTERNATIVES} patterns")
+    return out
+
+
+def _braces(pattern: str) -> tuple[dict[int, int], set[int]]:
+    """The brace pairs that hold a comma at their own level (``{open: close}``), and those commas."""
+    pairs: dict[int, int] = {}
+    commas: set[int] = set()
+    stack: list[tuple[int, list[int]]] = []  # (open index, commas at its level)
+    for i, c in enumerate(pattern):
+        if c == "{":
+            stack.append((i, []))
+        elif c == "," and stack:
+            stack[-1][1].append(i)
+        elif c == "}" and stack:
+            start, level = stack.pop()
+            if level:
+                pairs[start] = i
+                commas.update(level)
+    return pairs, commas
 
 
 def translate(pattern: str) -> str:
-    """One glob (no braces) as a regex over ``/``-separated paths: ``**`` spans directories."""
+    """One glob as a regex over ``/``-separated paths: ``**`` spans directories, ``{a,b}`` alternates."""
+    pairs, commas = _braces(pattern)
+    closes = set(pairs.values())
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -37,7 +78,13 @@ def translate(pattern: str) -> str:
             i += 2
             continue
         c = pattern[i]
-        if c == "*":
+        if i in pairs:
+            out.append("(?:")
+        elif i in closes:
+            out.append(")")
+        elif i in commas:
+            out.append("|")
+        elif c == "*":
             out.append("[^/]*")
         elif c == "?":
             out.append("[^/]")
@@ -52,6 +99,9 @@ def translate(pattern: str) -> str:
     return "".join(out)
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """The compiled regex matching whole relative paths against ``pattern``."""
-    return re.compile("|".join(f"(?:{translate(p)})" for p in expand_braces(pattern)) + r"\Z")
+def glob_regex(pattern: str) -> Regex:
+    """The compiled regex for ``fullmatch`` of whole relative paths against ``pattern``.
+
+    :class:`~subagents.exceptions.ToolError` if the engine cannot take it (a glob far too large).
+    """
+    return compile_glob_regex(translate(pattern))
