@@ -16,6 +16,7 @@ spans lines.  Line ends are ``\\n``, ``\\r\\n`` or ``\\r``, as with Python's uni
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,9 @@ GREP_LINE_CHARS = 500
 GREP_TIME_S = 30.0
 """A search stops after this many seconds and returns what it found."""
 BLOCK = 1 << 20
-"""Bytes read (and searched) at a time; a longer line is read whole."""
+"""Bytes read (and searched) at a time; a longer line is read whole, up to :data:`LONG_LINE`."""
+LONG_LINE = 16 * BLOCK
+"""A line longer than this is searched in pieces of this size (a match across two pieces is missed)."""
 LIST_CHECK_EVERY = 256
 """Entries listed between two looks at the clock while the files to search are collected."""
 
@@ -114,25 +117,29 @@ def search_fd(fd: int, rel: str, s: Search) -> bool:
         carry = f.read(SNIFF_BYTES)
         if b"\x00" in carry:
             return False
-        line = 1
+        line, done, size = 1, len(carry), os.fstat(fd).st_size  # read up to the size it had when opened
         while True:
-            block = f.read(BLOCK)
+            block = f.read(min(size - done, BLOCK)) if done < size else b""  # no 1 MiB buffer for a small file
+            done += len(block)
             buf = carry + block if block else carry
-            if block:
+            last = not block or done >= size
+            if last:
+                chunk, carry = buf, b""
+            else:
                 cut = max(buf.rfind(b"\n"), buf.rfind(b"\r", 0, len(buf) - 1)) + 1  # a last \r may start \r\n
-                if cut == 0:  # no line end yet: read on
+                if cut == 0 and len(buf) < LONG_LINE:  # no line end yet: read on
                     carry = buf
                     continue
+                cut = cut or len(buf)  # a line of more than LONG_LINE bytes is searched in pieces
                 chunk, carry = buf[:cut], buf[cut:]
-            else:
-                chunk, carry = buf, b""
-            line = _search_chunk(chunk, line, rel, s)
-            if not block or not s.go_on():
+            line = _search_chunk(chunk, line, rel, s, count=not last)
+            if last or not s.go_on():
                 return True
 
 
-def _search_chunk(chunk: bytes, line: int, rel: str, s: Search) -> int:
-    """Search whole lines; ``line`` is the number of the first one.  The number of the line after them."""
+def _search_chunk(chunk: bytes, line: int, rel: str, s: Search, *, count: bool) -> int:
+    """Search whole lines; ``line`` is the number of the first one.  The number of the line after them
+    (counted only if ``count``: more lines follow)."""
     if b"\r" in chunk:
         chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     n = len(chunk)
@@ -156,4 +163,4 @@ def _search_chunk(chunk: bytes, line: int, rel: str, s: Search) -> int:
         if len(s.hits) > GREP_LIMIT:
             break
         pos = end + 1
-    return line + chunk.count(b"\n", counted)
+    return line + chunk.count(b"\n", counted) if count else line
