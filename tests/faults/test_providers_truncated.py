@@ -107,6 +107,30 @@ async def test_openai_truncated_stream_is_retried(drop: str, loopback: Loopback)
     assert len(loopback.requests) == 2
 
 
+# Before (Anthropic): the SDK let the HTTP layer's RemoteProtocolError ("peer closed connection without
+# sending complete message body") escape as a raw httpx2 exception: no ModelError, no retry.
+@pytest.mark.timeout(15)
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_a_connection_dropped_mid_stream_is_retried(provider: str, loopback: Loopback) -> None:
+    if provider == "anthropic":
+        cut = SSE(anthropic_cut("mid_text").events, short_body=True)
+        loopback.anthropic(cut, anthropic_full())
+    else:
+        cut = SSE(openai_cut("mid_text").events, short_body=True)
+        loopback.openai(cut, openai_stream(openai_completion(ANSWER)))
+    async with asyncio.timeout(8):
+        response = await model(provider, loopback, max_retries=1).request(ask())
+    assert (response.text, response.stop_reason) == (ANSWER, "end_turn")
+    assert len(loopback.requests) == 2
+
+    (loopback.anthropic if provider == "anthropic" else loopback.openai)(cut, cut)
+    with pytest.raises(ModelError) as info:
+        async with asyncio.timeout(8):
+            await model(provider, loopback, max_retries=1).request(ask())
+    assert "dropped the connection mid-answer" in str(info.value)
+    assert str(info.value).endswith("Gave up after 2 attempts (max_retries=1).")
+
+
 # Before: the cut-off tool call (its stop_reason never came) was run as if the answer were complete.
 @pytest.mark.timeout(15)
 async def test_anthropic_tool_call_without_stop_reason_is_not_run(loopback: Loopback) -> None:

@@ -56,6 +56,8 @@ class SSE:
 
     events: list[tuple[str | None, Any]]
     hang: bool = False
+    short_body: bool = False
+    """Declare a ``content-length`` longer than the events, then close: the client sees a dropped connection."""
 
 
 @dataclass(slots=True)
@@ -104,6 +106,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", response.content_type if isinstance(response, Drip) else "text/event-stream")
         self.send_header("cache-control", "no-cache")
+        frames = [] if isinstance(response, Drip) else [
+            ((f"event: {event}\n" if event else "") + "data: "
+             + (payload if isinstance(payload, str) else json.dumps(payload)) + "\n\n").encode()
+            for event, payload in response.events]
+        if isinstance(response, SSE) and response.short_body:
+            self.send_header("content-length", str(sum(map(len, frames)) + 1000))
         self.end_headers()
         try:
             if isinstance(response, Drip):
@@ -111,10 +119,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(response.byte)
                     self.wfile.flush()
                 return
-            for event, payload in response.events:
-                text = payload if isinstance(payload, str) else json.dumps(payload)
-                frame = (f"event: {event}\n" if event else "") + f"data: {text}\n\n"
-                self.wfile.write(frame.encode())
+            for frame in frames:
+                self.wfile.write(frame)
                 self.wfile.flush()
             if response.hang:
                 closing.wait()

@@ -42,7 +42,7 @@ from ._retry import (
     truncated_error,
 )
 from ._retry import status_error as _status_error
-from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, watch, within
+from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
 from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolSpec
 
 if TYPE_CHECKING:
@@ -180,9 +180,11 @@ def _to_model_error(exc: Exception, model: str, connection: OpenAIConnection) ->
         key = sdk_timeout_key(exc)
         return timeout_error(connection.label, "openai", model, key, connection.timeouts.seconds(key))
     if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        dropped = cause is not None and transport_error_name(cause) not in (None, "ConnectError")
+        what, detail = ("dropped the connection mid-answer", cause) if dropped else ("could not be reached", exc)
         return Retryable(ModelError(
-            f"{PROVIDER} could not be reached at {connection.where} ({exc}); check that the server is running "
-            "and the base URL.",
+            f"{PROVIDER} {what} at {connection.where} ({detail}); check that the server is running and the base URL.",
             provider="openai", retryable=True,
         ))
     if isinstance(exc, openai.APIStatusError):
