@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from typing import Annotated
 
 from ..exceptions import ToolError
 from ..sandbox import tree
@@ -23,12 +24,16 @@ from . import grepping
 from .base import ToolCategory, ToolContext, tool
 from .globbing import glob_regex
 from .regexes import Regex, compile_line_regex
+from .schema import Range
 from .textio import encode_text, open_text, os_error, write_bytes
 
 __all__ = ["edit_file", "glob", "grep", "list_dir", "read_file", "write_file"]
 
 READ_LIMIT = 2000
 """Lines ``read_file`` returns when no ``limit`` is given."""
+MAX_LINE_NUMBER = 10**9
+"""The largest ``offset`` and ``limit`` a model may pass to ``read_file``."""
+_Lines = Annotated[int, Range(1, MAX_LINE_NUMBER)]
 READ_MAX_CHARS = 45_000
 """``read_file`` stops early rather than produce more than this (the registry caps at 50,000)."""
 MAX_LINE_CHARS = 2000
@@ -70,7 +75,7 @@ def _join(rel: str, path: str) -> str:
 
 
 @_read_tool
-def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = READ_LIMIT) -> str:
+def read_file(ctx: ToolContext, path: str, offset: _Lines = 1, limit: _Lines = READ_LIMIT) -> str:
     """Read a text file; lines come numbered like `cat -n`.
 
     Reads up to 2000 lines by default; when more remain, the result says which offset to pass to

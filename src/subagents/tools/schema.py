@@ -3,19 +3,45 @@
 Only the subset of JSON Schema that tool definitions use is supported (type, properties, required,
 additionalProperties, items, enum, anyOf, minimum/maximum, default, description).  The validator
 is a few dozen lines on purpose: it runs on every tool call and must cost microseconds.
+
+Numbers from a model are checked even where the schema says nothing about them: they must be
+finite (Python's ``json`` reads ``NaN`` and ``Infinity``) and within ``±2**53`` (:data:`MAX_MAGNITUDE`,
+the integers a JSON number holds exactly), plus the schema's own ``minimum``/``maximum``.  A
+parameter gets bounds with ``Annotated[int, Range(1, 100)]``:
+
+>>> def f(n: Annotated[int, Range(1, 100)] = 1) -> None: ...
+>>> schema = schema_for_function(f)[1]
+>>> schema["properties"]["n"]
+{'type': 'integer', 'minimum': 1, 'maximum': 100, 'default': 1}
+>>> validate({"n": 1000}, schema)
+'arguments.n must be an integer from 1 to 100, got 1000'
 """
 
 from __future__ import annotations
 
 import enum
 import inspect
+import math
 import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Union, get_args, get_origin
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-__all__ = ["parse_docstring", "schema_for_function", "schema_for_type", "validate"]
+__all__ = ["MAX_MAGNITUDE", "Range", "parse_docstring", "schema_for_function", "schema_for_type", "show_number",
+           "validate"]
+
+MAX_MAGNITUDE = 2**53
+"""No number a model passes may be larger than this in magnitude (nor NaN or infinite)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Bounds of a numeric parameter, as ``Annotated`` metadata: ``Annotated[float, Range(0.01, 3600)]``."""
+
+    minimum: int | float | None = None
+    maximum: int | float | None = None
 
 _SIMPLE: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -34,6 +60,13 @@ def schema_for_type(tp: Any) -> dict[str, Any]:  # noqa: C901 - a flat dispatch 
         return {}
     origin = get_origin(tp)
     args = get_args(tp)
+    if origin is Annotated:
+        bounded = schema_for_type(args[0])
+        for meta in tp.__metadata__:
+            if isinstance(meta, Range):
+                bounded.update({k: v for k, v in (("minimum", meta.minimum), ("maximum", meta.maximum))
+                                if v is not None})
+        return bounded
     if origin is Literal:
         values = list(args)
         kinds = {type(v) for v in values}
@@ -112,7 +145,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 def schema_for_function(fn: Callable[..., Any], *, skip: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
     """(description, parameters schema) for a function, from its signature and docstring."""
     sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
+    hints = typing.get_type_hints(fn, include_extras=True)
     desc, param_docs = parse_docstring(fn.__doc__)
     props: dict[str, Any] = {}
     required: list[str] = []
@@ -159,6 +192,8 @@ def validate(value: Any, schema: Mapping[str, Any], path: str = "arguments") -> 
         errs = [validate(value, s, path) for s in schema["anyOf"]]
         if all(errs):
             return errs[0]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _check_number(value, schema, path)
     if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties", {})
         for key in schema.get("required", ()):
@@ -174,20 +209,54 @@ def validate(value: Any, schema: Mapping[str, Any], path: str = "arguments") -> 
             elif isinstance(extra, dict):
                 err = validate(v, extra, f"{path}.{key}")
             else:
-                err = None
+                err = _scan(v, f"{path}.{key}")
             if err:
                 return err
-    elif isinstance(value, list) and "items" in schema:
+    elif isinstance(value, list):
+        items = schema.get("items")
         for i, v in enumerate(value):
-            err = validate(v, schema["items"], f"{path}[{i}]")
+            err = validate(v, items, f"{path}[{i}]") if items is not None else _scan(v, f"{path}[{i}]")
             if err:
                 return err
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{path} must be >= {schema['minimum']}, got {value}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{path} must be <= {schema['maximum']}, got {value}"
     return None
+
+
+def _check_number(value: int | float, schema: Mapping[str, Any], path: str) -> str | None:
+    """A number must be finite and within the schema's bounds and :data:`MAX_MAGNITUDE`."""
+    lo, hi = schema.get("minimum", -MAX_MAGNITUDE), schema.get("maximum", MAX_MAGNITUDE)
+    lo, hi = max(lo, -MAX_MAGNITUDE), min(hi, MAX_MAGNITUDE)
+    finite = not isinstance(value, float) or math.isfinite(value)
+    if finite and lo <= value <= hi:
+        return None
+    t = schema.get("type")
+    kind = "an integer" if t == "integer" or (isinstance(t, list) and "integer" in t and "number" not in t) else (
+        "a number" if finite else "a finite number")
+    return f"{path} must be {kind} from {show_number(lo)} to {show_number(hi)}, got {show_number(value)}"
+
+
+def _scan(value: Any, path: str) -> str | None:
+    """The first number in a value the schema does not describe that :func:`_check_number` refuses."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _check_number(value, {}, path)
+    if isinstance(value, dict):
+        return next((e for k, v in value.items() if (e := _scan(v, f"{path}.{k}"))), None)
+    if isinstance(value, list):
+        return next((e for i, v in enumerate(value) if (e := _scan(v, f"{path}[{i}]"))), None)
+    return None
+
+
+def show_number(x: int | float) -> str:
+    """A number for a message: JSON's spelling of NaN and infinities, and no 400-digit integers."""
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "Infinity" if x > 0 else "-Infinity"
+        return f"{x:g}" if x != int(x) or abs(x) >= 1e16 else str(int(x))
+    if x.bit_length() > 13_000:  # str() refuses beyond 4,300 digits
+        return "an integer of more than 4,000 digits"
+    text = str(abs(x))
+    return str(x) if len(text) <= 40 else f"an integer of {len(text)} digits"
 
 
 def _kind(v: Any) -> str:

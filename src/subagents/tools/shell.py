@@ -23,17 +23,23 @@ result.  Output is capped at :data:`OUTPUT_CAP` characters, keeping the head and
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import signal
+from typing import Annotated
 
 from ..exceptions import ToolError
 from ..sandbox.procs import group_alive
 from ..sandbox.shell import KILL_GRACE_S, ShellSandbox
 from ..sandbox.workspace import Workspace
 from .base import ToolCategory, ToolContext, tool
+from .schema import Range, show_number
 
-__all__ = ["KILL_GRACE_S", "OUTPUT_CAP", "bash", "default_sandbox"]
+__all__ = ["KILL_GRACE_S", "MAX_TIMEOUT_S", "MIN_TIMEOUT_S", "OUTPUT_CAP", "bash", "default_sandbox"]
 
+MIN_TIMEOUT_S = 0.01
+MAX_TIMEOUT_S = 86_400
+"""The range of ``timeout_s`` a model may pass (a day at most)."""
 OUTPUT_CAP = 30_000
 """Most characters of output a result shows: the first and last half of it, with a marker between."""
 PIPE_GRACE_S = 0.5
@@ -104,7 +110,8 @@ def _exit_line(code: int) -> str:
 
 # ``tool(...)`` is typed ``Any``; name the decorator's real type so the tool stays typed.
 @tool(category=ToolCategory.EXECUTE)
-async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -> str:
+async def bash(ctx: ToolContext, command: str,
+               timeout_s: Annotated[float | None, Range(MIN_TIMEOUT_S, MAX_TIMEOUT_S)] = None) -> str:
     """Run a shell command with /bin/bash in the workspace root and return its output and exit code.
 
     stdout and stderr are merged; stdin is closed. Long output keeps its head and tail. The command
@@ -121,8 +128,11 @@ async def bash(ctx: ToolContext, command: str, timeout_s: float | None = None) -
     if not command.strip():
         raise ToolError("command is empty; pass the shell command to run.")
     limit = ctx.bash_timeout_s if timeout_s is None else timeout_s
-    if limit <= 0:
-        raise ToolError(f"timeout_s must be a positive number of seconds, got {timeout_s}.")
+    if not (isinstance(limit, (int, float)) and limit > 0 and (isinstance(limit, int) or math.isfinite(limit))):
+        raise ToolError(f"timeout_s must be a positive number of seconds, got {show_number(limit)}.")
+    if timeout_s is not None and not MIN_TIMEOUT_S <= timeout_s <= MAX_TIMEOUT_S:
+        raise ToolError(f"timeout_s must be from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:,} seconds, got "
+                        f"{show_number(timeout_s)}.")
     sandbox: ShellSandbox = ctx.sandbox if ctx.sandbox is not None else default_sandbox(ctx.workspace)
     loop = asyncio.get_running_loop()
     rfd, wfd = os.pipe()
