@@ -17,6 +17,7 @@ import os
 import re
 from typing import Annotated
 
+from .._threads import cancelled
 from ..exceptions import ToolError
 from ..sandbox import tree
 from ..sandbox.workspace import Workspace
@@ -40,6 +41,8 @@ MAX_LINE_CHARS = 2000
 """Longer lines are cut in ``read_file`` output."""
 LIST_LIMIT = 1000
 GLOB_LIMIT = 1000
+LOOPS_NAMED = 10
+"""``glob`` names this many symlink loops it skipped, and counts the rest."""
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 """Version-control directories that ``glob`` and ``grep`` never descend into."""
 
@@ -254,8 +257,9 @@ def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         matches, loops = _glob_walk(ws, fd, start, glob_regex("/".join(parts)))
     except OSError as e:
         raise os_error(path, e, "search") from e
-    note = f"\n[skipped {len(loops)} symlink loop(s), links that never reach a file: {', '.join(loops[:10])}]"
-    note = note if loops else ""
+    more = f" and {len(loops) - LOOPS_NAMED} more" if len(loops) > LOOPS_NAMED else ""
+    note = f"\n[skipped {len(loops)} symlink loop(s), links that never reach a file: {', '.join(loops[:LOOPS_NAMED])}"
+    note = note + more + "]" if loops else ""
     if not matches:
         return f"No paths match {pattern!r} in {base}." + note
     return _capped(matches, GLOB_LIMIT, "matches", "narrow the pattern or the path") + note
@@ -266,7 +270,9 @@ def _glob_walk(ws: Workspace, fd: int, start: str, rx: Regex) -> tuple[list[str]
     matches: list[str] = []
     loops: list[str] = []
     try:
-        for p, kind in ws.walk(fd, start, skip=SKIP_DIRS):
+        for n, (p, kind) in enumerate(ws.walk(fd, start, skip=SKIP_DIRS)):
+            if n % 256 == 255 and cancelled():  # the caller stopped waiting: stop walking
+                break
             if rx.fullmatch(p):
                 (loops if kind == tree.LOOP else matches).append(_join(start, p) + ("/" if kind == tree.DIR else ""))
     finally:
