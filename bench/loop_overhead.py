@@ -40,7 +40,7 @@ async def main(turns: int, runs: int) -> None:
         return ModelResponse(text="done")
 
     info = AgentInfo("bench", "bench", "general-purpose")
-    model = FunctionModel(script)
+    model = FunctionModel(script, inline=True)  # the loop alone: no thread hop for the instant script
     with tempfile.TemporaryDirectory() as d:
         ctx = ToolContext(agent=info, workspace=Workspace(d))
         registry = ToolRegistry([ping])
