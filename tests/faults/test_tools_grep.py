@@ -74,7 +74,7 @@ async def test_a_long_grep_does_not_block_the_loop(ctx: ToolContext) -> None:
     async with max_lag() as lag:
         out = await grep.call({"pattern": r"ne+dle|z{3}q|(o+x)+y$"}, ctx)
     assert out.splitlines() == [f"f{i}.txt:5001: needle" for i in (0, 10, 20, 30)]
-    assert lag[0] < 0.2
+    assert lag[0] < 0.5
 
 
 async def test_grep_stops_at_its_time_limit_with_what_it_found(ctx: ToolContext,
