@@ -518,6 +518,8 @@ def populate_workspace(root: Path) -> Path:
     (root / ".subagents" / "agents").mkdir(parents=True, exist_ok=True)
     (root / ".subagents" / "config.toml").write_text(PROJECT_CONFIG)
     (root / ".subagents" / "agents" / "helper.md").write_text(HELPER_AGENT)
+    # as the store writes it on first use: present before any snapshot, so a change by an agent shows
+    (root / ".subagents" / ".gitignore").write_text("*\n!.gitignore\n!config.toml\n!agents/\n")
     return root.resolve()
 
 
