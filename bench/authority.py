@@ -95,7 +95,8 @@ async def measure(variant: str, n: int, store: str, workdir: str) -> list[float]
     kw: dict[str, Any] = {"permission_mode": "yolo" if variant == "yolo" else "default"}
     if variant == "rules+hooks":
         kw["hooks"] = {"PreToolUse": [pre], "PostToolUse": [post]}
-    async with Runtime(FunctionModel(script), workdir=workdir, store=store, builtin_tools=False, **kw) as rt:
+    async with Runtime(FunctionModel(script, inline=True),
+                       workdir=workdir, store=store, builtin_tools=False, **kw) as rt:
         if variant == "rules+hooks":
             auth = rt.manager.authority
             assert auth is not None

@@ -25,7 +25,8 @@ def script(req: ModelRequest) -> ModelResponse:
 
 
 async def bench(store: str, n: int, workdir: str) -> float:
-    async with Runtime(model=FunctionModel(script), workdir=workdir, store=store, builtin_tools=False) as rt:
+    async with Runtime(model=FunctionModel(script, inline=True),
+                       workdir=workdir, store=store, builtin_tools=False) as rt:
         for _ in range(50):
             await rt.run("hi")
         t0 = time.perf_counter()

@@ -146,7 +146,7 @@ def make_runtime(model: FunctionModel, workdir: str, store: str, **kw: Any) -> R
 async def seq(workdir: str, store: str, iters: int, warmup: int) -> dict[str, Any]:
     script = Script()
     pc = time.perf_counter
-    async with make_runtime(FunctionModel(script), workdir, store) as rt:
+    async with make_runtime(FunctionModel(script, inline=True), workdir, store) as rt:
         for _ in range(warmup):
             assert (await rt.run("do the thing")).text == PARENT_TEXT
             assert (await rt.run("hello")).text == BARE_TEXT
@@ -173,7 +173,8 @@ async def seq(workdir: str, store: str, iters: int, warmup: int) -> dict[str, An
 # (2) fan-out
 async def fanout(workdir: str, store: str, n: int, warmup_n: int = 10) -> dict[str, Any]:
     script = Script()
-    async with make_runtime(FunctionModel(script), workdir, store, max_threads=max(n, warmup_n) + 16) as rt:
+    async with make_runtime(FunctionModel(script, inline=True), workdir, store,
+                            max_threads=max(n, warmup_n) + 16) as rt:
         assert (await rt.run("do the thing")).text == PARENT_TEXT
         script.n = warmup_n
         assert (await rt.run("fanout")).text == PARENT_TEXT
@@ -234,7 +235,7 @@ class WakeScript:
 async def wakeup(workdir: str, store: str, reps: int, warmup: int = 20) -> dict[str, Any]:
     script = WakeScript()
     api_lat: list[float] = []
-    async with make_runtime(FunctionModel(script), workdir, store) as rt:
+    async with make_runtime(FunctionModel(script, inline=True), workdir, store) as rt:
         for _ in range(warmup):
             assert (await rt.run("wake parent")).text == PARENT_TEXT
         script.lat.clear()
@@ -296,7 +297,7 @@ def _prepare_store(cache_dir: str, workdir: Path, finished: int, open_: int) -> 
 
 async def _open(workdir: str, url: str) -> tuple[float, Runtime]:
     t0 = time.perf_counter()
-    rt = Runtime(model=FunctionModel(lambda req: BARE_TEXT), workdir=workdir, store=url)
+    rt = Runtime(model=FunctionModel(lambda req: BARE_TEXT, inline=True), workdir=workdir, store=url)
     await rt.__aenter__()
     return time.perf_counter() - t0, rt
 

@@ -54,6 +54,6 @@ def test_a_signal_closes_the_run_and_kills_every_command(isolated: Path, sig: si
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == code, err
-    assert f"Stopped by {sig.name}: the agents were closed and their processes killed." in err
+    assert f"Stopped by {sig.name}: the agents were closed and their processes killed; " in err
     assert "Traceback" not in err
     wait_for(lambda: marked(marker) == [], timeout=5)

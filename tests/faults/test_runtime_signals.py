@@ -6,6 +6,7 @@ closed them on purpose; Ctrl-C did the same.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -56,3 +57,25 @@ def test_a_signal_records_the_runs_as_interrupted_and_they_resume(tmp_path: Path
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert "woke up" in out.stdout + out.stderr
+
+
+def test_with_json_a_signal_is_told_as_a_json_error(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, "SUBAGENTS_STORE": "memory://", "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    marker = f"zz{uuid.uuid4().hex[:10]}"
+    proc = subprocess.Popen([sys.executable, SCRIPT, "sleeper", "run", f"sleep {marker}", "--cwd", str(project),
+                             "--permission-mode", "yolo", "--json"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=project)
+    try:
+        wait_for(lambda: (project / f"{marker}-0.started").exists())
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    last = json.loads(out.strip().splitlines()[-1])
+    assert last["kind"] == "error"
+    assert last["exit_code"] == 143
+    assert "Stopped by SIGTERM" in last["message"]

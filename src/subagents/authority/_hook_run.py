@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from .._threads import call_in_thread
 from ..exceptions import ConfigError
 from ..sandbox.env import scrubbed_env
 
@@ -306,7 +307,7 @@ async def run_callback(fn: Callable[[Any], Any], arg: Any, *, is_async: bool, ti
     deadline = asyncio.timeout(timeout_s)
     try:
         async with deadline:
-            value = fn(arg) if is_async else await asyncio.to_thread(fn, arg)
+            value = fn(arg) if is_async else await call_in_thread(fn, arg)  # a daemon thread: never holds up exit
             if inspect.isawaitable(value):
                 value = await value
     except TimeoutError as e:

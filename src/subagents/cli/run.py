@@ -119,7 +119,11 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
             raise
         kill_all_process_groups()
         name = signal.Signals(received[0]).name
-        click.echo(f"Stopped by {name}: the agents were closed and their processes killed.", err=True)
+        said = (f"Stopped by {name}: the agents were closed and their processes killed; they are recorded as "
+                "interrupted (subagents runs resume <id> <message> goes on)")
+        if as_json:
+            return fail(said, 128 + received[0], True)
+        click.echo(said, err=True)
         return 128 + received[0]
     finally:
         kill_all_process_groups()  # nothing a command started outlives the run
