@@ -197,6 +197,11 @@ class ShellSandbox:
                 await asyncio.wait([starting], timeout=0.05)
             if not starting.cancelled() and starting.exception() is None:
                 await self._stop(starting.result(), state)
+            if state.tag is not None:  # bwrap may have forked just after the last sweep: sweep until quiet
+                for quiet in range(10):
+                    if not kill_tagged(state.tag) and quiet >= 2:
+                        break
+                    await asyncio.sleep(0.02)
             self._drop_temp(state)
             raise
         state.pgid = proc.pid
@@ -308,6 +313,8 @@ class ShellSandbox:
                 await asyncio.wait([waiter], timeout=0.05)
             except asyncio.CancelledError:
                 cancelled = True
+        if state is not None and state.tag is not None:
+            kill_tagged(state.tag, proc.pid)  # one last sweep: nothing forked after the previous one survives
         if cancelled:
             raise asyncio.CancelledError
 
