@@ -237,6 +237,9 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
                  for r in store.list_runs(include_archived=True, status=status)
                  if r.run_id not in mgr.nodes and is_orphaned(store, r, now)]
     open_runs.sort(key=lambda r: r.created_at)
+    # take them over atomically: a runtime restoring at the same moment gets the others, never the same
+    claimed = store.claim_runs({r.run_id: r.owner for r in open_runs})
+    open_runs = [r for r in open_runs if r.run_id in claimed]
     if on_restart == "mark_interrupted":
         for r in open_runs:
             _mark_interrupted(store, r, now, mgr.cfg.result_max_chars)

@@ -7,7 +7,7 @@ them in groups (the SQLite store does), but it must apply them in call order, an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -187,6 +187,12 @@ class Store(Protocol):
 
     def lease(self, owner: str) -> Lease | None:
         """``owner``'s lease as committed (``None``: it holds none); expired leases included."""
+        ...
+
+    def claim_runs(self, expected: Mapping[str, str]) -> set[str]:
+        """Atomically take over the runs of ``expected`` (run id -> the owner they must still have):
+        those still owned so become this store's (with its lease, in the same transaction); returns
+        their ids.  Two processes claiming one orphan: exactly one gets it."""
         ...
 
     async def room(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
@@ -100,6 +100,12 @@ class MemoryStore:
 
     def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:
         self.leases[owner] = Lease(owner, at, expires_at, process)
+
+    def claim_runs(self, expected: Mapping[str, str]) -> set[str]:
+        got = {rid for rid, old in expected.items() if (r := self.runs.get(rid)) is not None and r.owner == old}
+        for rid in got:
+            self.runs[rid].owner = self.owner
+        return got
 
     def release_lease(self, owner: str) -> None:
         self.leases.pop(owner, None)

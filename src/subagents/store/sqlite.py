@@ -30,11 +30,13 @@ must see this process's own recent writes.  A writer failure is kept and raised 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +59,10 @@ from ._batch import (
     Recorder,
     record_from_row,
 )
-from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id
+from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
 from ._schema import SCHEMA_VERSION, migrate
 from ._support import store_error, write_gitignore
-from ._writer import LeaseTerms, Writer
+from ._writer import _RENEW, LeaseTerms, Writer
 from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
 
 __all__ = ["MAX_BACKLOG", "SQLiteStore"]
@@ -87,6 +89,7 @@ class SQLiteStore:
         self.lease_s = lease_s
         self.renew_s = renew_s if renew_s is not None else min(RENEW_S, lease_s / 6)
         self.max_backlog = max_backlog
+        self._timeout = timeout
         self._linger = linger_s
         self._pending: list[tuple[Any, ...]] = []  # ops of the batch being gathered (calling thread)
         self._npending = 0  # how many of them came through _put (the writer counts them committed)
@@ -244,6 +247,29 @@ class SQLiteStore:
     def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:
         self._put((SQL, "INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALUES (?, ?, ?, ?)",
                    (owner, at, expires_at, process)))
+
+    def claim_runs(self, expected: Mapping[str, str]) -> set[str]:
+        """See :meth:`Store.claim_runs`: one ``BEGIN IMMEDIATE`` transaction, on its own connection."""
+        if not expected:
+            return set()
+        self.flush()
+        self._hold_lease()
+        at = time.time()
+        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            got = {rid for rid, old in expected.items() if conn.execute(
+                "UPDATE runs SET owner = ? WHERE run_id = ? AND owner = ?", (self.owner, rid, old)).rowcount == 1}
+            if got:
+                conn.execute(_RENEW, (self.owner, at, at + self.lease_s, process_identity()))
+            conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise store_error(self.path, e, "taking over runs in it") from None
+        finally:
+            conn.close()
+        return got
 
     def release_lease(self, owner: str) -> None:
         if owner == self.owner:
