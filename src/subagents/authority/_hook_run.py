@@ -17,16 +17,14 @@ import signal
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .._threads import call_in_thread
 from ..exceptions import ConfigError
 from ..sandbox.env import scrubbed_env
+from .hook_types import STOP_EVENTS, HookResult, ProcessLauncher
 
-if TYPE_CHECKING:
-    from .hooks import HookInput, ProcessLauncher
-
-__all__ = ["REASON_CAP", "HookFailure", "Reply", "callback_reply", "input_dict", "is_async", "parse_reply",
+__all__ = ["REASON_CAP", "HookFailure", "Reply", "callback_reply", "is_async", "parse_reply",
            "run_callback", "run_command", "spec_fields"]
 
 SHELL = "/bin/sh"
@@ -43,7 +41,6 @@ PIPE_GRACE_S = 0.5
 """After the hook exits, how long background processes may hold its pipes before they are killed."""
 
 _TEXT_CONTEXT = frozenset({"UserPromptSubmit", "PostToolUse"})
-_STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
 _DECISIONS: dict[str, Literal["block", "allow"] | None] = {
     "block": "block", "deny": "block", "allow": "allow", "approve": "allow", "ask": None, "defer": None}
 
@@ -102,7 +99,7 @@ def parse_reply(data: Mapping[str, Any], event: str, label: str) -> Reply:
     stop = data.get("continue") is False
     if stop:
         reason = _text(data.get("stopReason")) or reason
-        if event not in _STOP_EVENTS:  # on Stop, "do not continue" is what happens anyway
+        if event not in STOP_EVENTS:  # on Stop, "do not continue" is what happens anyway
             decision = "block"
     specific = data.get("hookSpecificOutput")
     if specific is not None:
@@ -267,36 +264,6 @@ async def run_command(command: str, payload: bytes, *, event: str, label: str, t
     return interpret(proc.returncode, captures[0].text(), captures[1].text(), event=event, label=label)
 
 
-_CLAUDE_MODES = {"autoEdit": "acceptEdits", "yolo": "bypassPermissions"}
-
-
-def input_dict(inp: HookInput) -> dict[str, Any]:
-    """The JSON a command hook reads: Claude Code's fields, then ours (which win a clash with ``extra``)."""
-    extra = inp.extra
-    d: dict[str, Any] = {
-        "hook_event_name": inp.event,
-        "session_id": extra.get("session_id", inp.agent_id if inp.parent_id is None else None),
-        "cwd": str(inp.cwd),
-        "permission_mode": _CLAUDE_MODES.get(inp.permission_mode, inp.permission_mode),
-        "agent_id": inp.agent_id, "agent_type": inp.agent_type,
-    }
-    if inp.tool is not None:
-        d["tool_name"] = inp.tool
-        d["tool_input"] = inp.arguments if inp.arguments is not None else {}
-    if inp.event == "PostToolUse" and inp.result is not None:
-        d["tool_response"] = inp.result
-    if inp.prompt is not None:
-        d["prompt"] = inp.prompt
-    if inp.event in _STOP_EVENTS:
-        d["stop_hook_active"] = bool(extra.get("stop_hook_active", False))
-    d.update((k, v) for k, v in extra.items() if k not in d)
-    d.update(event=inp.event, mode=inp.permission_mode, tool=inp.tool, arguments=inp.arguments,
-             result=inp.result, is_error=inp.is_error,
-             agent={"id": inp.agent_id, "nickname": inp.nickname, "type": inp.agent_type,
-                    "depth": inp.depth, "parent_id": inp.parent_id})
-    return d
-
-
 def is_async(fn: Any) -> bool:
     """Whether calling ``fn`` gives a coroutine (async functions, partials of them, async ``__call__``)."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
@@ -322,8 +289,6 @@ async def run_callback(fn: Callable[[Any], Any], arg: Any, *, is_async: bool, ti
 
 def callback_reply(value: Any, event: str, label: str) -> Reply | None:
     """A callback's answer, checked, as a :class:`Reply`."""
-    from .hooks import HookResult  # here: hooks imports this module
-
     if value is None:
         return None
     if isinstance(value, HookResult):

@@ -51,26 +51,23 @@ True
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
-import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from ..exceptions import ConfigError
-from ..models.base import AgentInfo
-from ._hook_run import HookFailure, Reply, callback_reply, input_dict, is_async, run_callback, run_command, spec_fields
+from ._hook_run import HookFailure, Reply, callback_reply, is_async, run_callback, run_command, spec_fields
+from .hook_types import Decision, HookInput, HookResult, ProcessLauncher
 from .names import HOOK_EVENTS
 
 __all__ = ["CLAUDE_TOOL_NAMES", "HookCallback", "HookEntry", "HookError", "HookInput", "HookOutcome", "HookResult",
            "HookSpec", "Hooks", "ProcessLauncher"]
 
-Decision = Literal["block", "allow"]
 HookCallback = Callable[["HookInput"], "HookResult | Mapping[str, Any] | Awaitable[Any] | None"]
 """A Python hook: sync (run in a worker thread) or async; returns a HookResult, a dict in the JSON form
 of command hooks, or ``None`` (go on)."""
@@ -87,67 +84,6 @@ _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
 _CONFIG_KEYS = ("matcher", "command", "timeout_s", "on_error")
 _PYTHON_KEYS = (*_CONFIG_KEYS, "callback", "source")
 _CACHE_MAX = 4096
-
-
-class ProcessLauncher(Protocol):
-    """Starts a process confined like the ``bash`` tool; the process leads its own process group."""
-
-    async def spawn(self, argv: Sequence[str], *, writable: bool = True, cwd: Path | None = None,
-                    stdin: int | None = None, stdout: int | None = None, stderr: int | None = None,
-                    env_extra: Mapping[str, str] | None = None) -> asyncio.subprocess.Process: ...
-
-
-@dataclass(slots=True)
-class HookInput:
-    """What a hook is told about the event; :meth:`to_dict` is the JSON a command hook reads."""
-
-    event: str
-    agent_id: str
-    nickname: str = ""
-    agent_type: str = ""
-    depth: int = 0
-    parent_id: str | None = None
-    cwd: str | Path = "."
-    tool: str | None = None
-    arguments: dict[str, Any] | None = None
-    result: str | None = None           # PostToolUse: the tool's result; Stop / SubagentStop: the final answer
-    is_error: bool | None = None        # PostToolUse
-    prompt: str | None = None           # UserPromptSubmit, SubagentStart
-    permission_mode: str = "default"
-    extra: dict[str, Any] = field(default_factory=dict)  # session_id, stop_hook_active, tool_use_id, ...
-
-    @classmethod
-    def for_agent(cls, event: str, agent: AgentInfo, *, cwd: str | Path, permission_mode: str = "default",
-                  **fields: Any) -> HookInput:
-        """The input for an event of ``agent`` (``fields``: tool, arguments, result, prompt, extra...)."""
-        return cls(event, agent.id, agent.nickname, agent.agent_type, agent.depth, agent.parent_id, cwd,
-                   permission_mode=permission_mode, **fields)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Claude Code's fields (``hook_event_name``, ``tool_name``, ``tool_input``...) and our own."""
-        return input_dict(self)
-
-    def to_json(self) -> str:
-        """The one JSON object a command hook gets on stdin."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, default=str)
-
-
-@dataclass(slots=True)
-class HookResult:
-    """What a Python hook answers (``None`` instead of a result: go on).
-
-    ``decision``: ``"block"`` stops the chain and refuses (see the module docstring for what that means
-    per event); ``"allow"`` skips asking the person (PreToolUse, PermissionRequest) unless a later hook
-    blocks.  ``arguments`` replace the call's (PreToolUse only).  ``context`` is text for the model:
-    added to the tool result (PostToolUse) or the prompt (UserPromptSubmit).  ``stop`` is Claude Code's
-    ``"continue": false``: the agent should end after this event.
-    """
-
-    decision: Decision | None = None
-    reason: str = ""
-    arguments: dict[str, Any] | None = None
-    context: str = ""
-    stop: bool = False
 
 
 @dataclass(frozen=True, slots=True)

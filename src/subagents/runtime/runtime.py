@@ -294,7 +294,7 @@ class Runtime:
             self.manager.tree.require(next(r for r in agent_ids if r not in here and self._record(r) is None))
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         results = (await self.manager.wait(here, timeout))[0] if here else {}
-        results.update(await wait_stored(self.store, [rec.run_id for rec in stored], deadline))
+        results.update(await wait_stored(self.store, [rec.run_id for rec in stored], deadline, record_result))
         return results
 
     async def close(self, agent_id: str) -> RunResult:

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from ..store import Store
+from ..store import RunRecord, Store
 from .node import AgentNode
 from .result import RunResult
 
@@ -74,11 +74,11 @@ async def wait_one(node: AgentNode, close: Callable[[str], Awaitable[RunResult]]
     return node.result
 
 
-async def wait_stored(store: Store, ids: list[str], deadline: float | None) -> dict[str, RunResult]:
+async def wait_stored(store: Store, ids: list[str], deadline: float | None,
+                      record_result: Callable[[RunRecord], RunResult]) -> dict[str, RunResult]:
     """Runs this process does not hold: finished ones at once, the others (another process runs
-    them) once the store says they ended, until ``deadline`` (loop time); unfinished ones are absent."""
-    from .recovery import record_result
-
+    them) once the store says they ended, until ``deadline`` (loop time); unfinished ones are absent.
+    ``record_result`` reads a finished record (``recovery.record_result``)."""
     results: dict[str, RunResult] = {}
     loop = asyncio.get_running_loop()
     while True:

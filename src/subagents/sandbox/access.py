@@ -24,7 +24,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..exceptions import ToolError
 from . import fs, tree
@@ -32,7 +32,30 @@ from .atomic import replace_file
 from .fs import EscapeError, Opened
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from .policy import SandboxPolicy
+
+
+class Workspace(Protocol):
+    """What these functions use of :class:`~subagents.sandbox.workspace.Workspace` (which imports this
+    module: naming the class here would be an import cycle)."""
+
+    root: Path
+    policy: SandboxPolicy
+    hidden: tuple[Path, ...]
+    protected: tuple[Path, ...]
+
+    def is_hidden(self, real: Path | str) -> bool: ...
+
+    def check_write(self, real: Path | str, raw: str) -> None: ...
+
+    def check_read(self, real: Path | str, raw: str) -> None: ...
+
+    def anchor(self) -> int: ...
+
+    @property
+    def root_device(self) -> int: ...
+
+    def relative(self, p: Path) -> str: ...
 
 __all__ = ["Opened", "kind_of", "lookup", "open_dir", "open_file", "open_root", "walk", "write_atomic"]
 

@@ -1,42 +1,23 @@
-"""The sub-agent tools the model sees, and ``AgentControl``, their interface to the manager.
+"""The sub-agent tools the model sees; they reach the manager through ``AgentControl``.
 
 ``spawn_agent(agent_type, prompt, description, background=false, model?)``,
 ``send_input(agent_id, message)``, ``wait(agent_ids?, timeout_s?, return_when="all")``,
 ``close_agent(agent_id)``, ``resume_agent(agent_id, message)``, ``list_agents()``.
 
 The tools never import the runtime: they call ``ctx.control`` (an :class:`AgentControl`), which
-the manager hands to every agent's :class:`~subagents.tools.base.ToolContext`.
+the manager hands to every agent's :class:`~subagents.tools.base.ToolContext` (the protocol lives in
+:mod:`subagents.tools.control`, which imports nothing of the tools: no import cycle).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Literal
 
 from ..exceptions import ToolError
 from .base import FunctionTool, Tool, ToolCategory, ToolContext
+from .control import AgentControl
 
 __all__ = ["AGENT_TOOLS", "AgentControl", "agent_tools"]
-
-
-class AgentControl(Protocol):
-    """What the sub-agent tools may ask of the manager, on behalf of the calling agent.
-
-    Each method returns the text the model sees, or raises :class:`ToolError`.
-    """
-
-    async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
-                          background: bool, model: str | None, isolation: str | None = None) -> str: ...
-
-    async def send_input(self, caller_id: str, agent_id: str, message: str) -> str: ...
-
-    async def wait(self, caller_id: str, agent_ids: list[str] | None, timeout_s: float | None,
-                   return_when: str) -> str: ...
-
-    async def close_agent(self, caller_id: str, agent_id: str) -> str: ...
-
-    async def resume_agent(self, caller_id: str, agent_id: str, message: str) -> str: ...
-
-    async def list_agents(self, caller_id: str) -> str: ...
 
 
 def _control(ctx: ToolContext) -> AgentControl:

@@ -34,7 +34,7 @@ from ..sandbox.workspace import Workspace
 from .schema import schema_for_function, validate
 
 if TYPE_CHECKING:
-    from .agents import AgentControl
+    from .control import AgentControl
 
 __all__ = [
     "MAX_TOOL_OUTPUT",

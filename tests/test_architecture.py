@@ -1,0 +1,100 @@
+"""The house rules a reviewer would otherwise check by hand: no import cycle, no module over 400 lines.
+
+Imports are read from the source (``ast``), all of them: at module level, under ``if TYPE_CHECKING:``
+and inside functions (a lazy import that breaks a cycle at run time still ties the two rooms together).
+A package's ``__init__`` re-exporting its modules is not a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "subagents"
+MAX_LINES = 400
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PACKAGE.rglob("*.py"):
+        parts = p.relative_to(SRC).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            for cand in (target, *(f"{target}.{a.name}" for a in node.names)):
+                if cand in modules and cand != name:
+                    found.add(cand)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules and a.name != name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    inits = {n for n, p in modules.items() if p.name == "__init__.py"}
+    return {n: _imports(n, p, modules) - inits for n, p in modules.items() if n not in inits}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per strongly connected component with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_between_modules() -> None:
+    graph = _graph()
+    assert len(graph) > 50  # the reader found the package
+    assert _cycles(graph) == []
+
+
+def test_the_known_seams_stay_one_way() -> None:
+    graph = _graph()
+    assert "subagents.tools.agents" not in graph["subagents.tools.base"]
+    assert "subagents.authority.hooks" not in graph["subagents.authority._hook_run"]
+    assert "subagents.sandbox.workspace" not in graph["subagents.sandbox.access"]
+
+
+def test_no_module_over_400_lines() -> None:
+    long = {str(p.relative_to(SRC)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
