@@ -94,6 +94,15 @@ def test_the_known_seams_stay_one_way() -> None:
     assert "subagents.sandbox.workspace" not in graph["subagents.sandbox.access"]
 
 
+def test_the_lower_rooms_never_import_the_runtime() -> None:
+    graph = _graph()
+    for name, deps in graph.items():
+        if name.startswith(("subagents.definitions", "subagents.exceptions", "subagents.limits",
+                            "subagents.messages", "subagents.store", "subagents.tools", "subagents.models")):
+            assert not {d for d in deps if d.startswith("subagents.runtime")}, name
+    assert graph["subagents.exceptions"] == set()  # the root of every other module: imports none of them
+
+
 def test_no_module_over_400_lines() -> None:
     long = {str(p.relative_to(SRC)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}

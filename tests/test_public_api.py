@@ -15,7 +15,7 @@ import subagents
 PUBLIC = [
     "AgentDefinition", "AgentHandle", "AgentSummary", "ApprovalRequest", "ConfigError", "Decision",
     "DefinitionError", "Event", "HookInput", "HookResult", "LimitExceeded",
-    "Limits", "Message", "ModelError", "Outcome", "RunError", "RunResult", "Runtime", "SpawnError", "Status",
+    "Limits", "Message", "ModelError", "Outcome", "RunResult", "Runtime", "SpawnError", "Status",
     "StoreError", "SubagentsError", "TextBlock", "Tool", "ToolCategory", "ToolContext", "ToolError",
     "ToolResultBlock", "ToolUseBlock", "Usage", "UserError", "__version__", "tool",
 ]
@@ -36,7 +36,7 @@ def test_models_public_names() -> None:
 
 
 DOC_MODULES = [
-    "subagents", "subagents.messages", "subagents.runtime.limits", "subagents.runtime.inbox",
+    "subagents", "subagents.messages", "subagents.limits", "subagents.runtime.inbox",
     "subagents.runtime.runtime", "subagents.tools.base", "subagents.models.function",
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
     "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",

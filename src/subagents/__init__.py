@@ -18,16 +18,15 @@ from .exceptions import (
     DefinitionError,
     LimitExceeded,
     ModelError,
-    RunError,
     SpawnError,
     StoreError,
     SubagentsError,
     ToolError,
     UserError,
 )
+from .limits import Limits
 from .messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from .runtime.events import Event
-from .runtime.limits import Limits
 from .runtime.result import RunResult
 from .runtime.runtime import AgentHandle, AgentSummary, Runtime
 from .runtime.status import Outcome, Status
@@ -54,7 +53,6 @@ __all__ = [
     "Message",
     "ModelError",
     "Outcome",
-    "RunError",
     "RunResult",
     "Runtime",
     "SpawnError",

@@ -8,7 +8,6 @@
     │   └── DefinitionError  an agent definition is malformed or unknown
     ├── ModelError           a model provider failed (names provider, status and the server's message)
     ├── StoreError           the run store cannot be opened or written (names the file and what to do)
-    ├── RunError             a run failed; carries the partial :class:`~subagents.RunResult`
     └── LimitExceeded        a limit stopped a run (control flow inside the loop; becomes a RunResult)
 
 Errors a *model* causes (unknown tool, bad arguments) are not exceptions: they go back to the model
@@ -17,17 +16,13 @@ as tool errors (:class:`ToolError` is how a tool says so).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .runtime.result import RunResult
+from typing import Any
 
 __all__ = [
     "ConfigError",
     "DefinitionError",
     "LimitExceeded",
     "ModelError",
-    "RunError",
     "SpawnError",
     "StoreError",
     "SubagentsError",
@@ -70,14 +65,6 @@ class ModelError(SubagentsError):
 
 class StoreError(SubagentsError):
     """The run store cannot be opened, read or written."""
-
-
-class RunError(SubagentsError):
-    """A run failed; ``result`` holds everything it did before failing."""
-
-    def __init__(self, message: str, result: RunResult | None = None) -> None:
-        super().__init__(message)
-        self.result = result
 
 
 class LimitExceeded(SubagentsError):

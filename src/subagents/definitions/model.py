@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runtime.limits import Limits
+from ..limits import Limits
 
 __all__ = ["MODEL_ALIASES", "AgentDefinition"]
 

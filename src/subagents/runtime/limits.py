@@ -1,66 +1,18 @@
-"""Limits of a run and the budget a run carves for its children.
+"""The budget of a run: one pool per tree, charged to every ancestor (:class:`Budget`).
 
->>> Limits(max_turns=3).check_turns(4)
-Traceback (most recent call last):
-...
-subagents.exceptions.LimitExceeded: Exceeded max_turns=3 (turns=4)
+:class:`~subagents.limits.Limits` (what a run may spend) lives in :mod:`subagents.limits`, which
+agent definitions use without importing the runtime; it is re-exported here.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields, replace
 
-from ..exceptions import LimitExceeded, UserError
+from ..exceptions import LimitExceeded
+from ..limits import Limits
 from ..messages import Usage
 
 __all__ = ["Budget", "Limits"]
-
-
-@dataclass(slots=True, frozen=True)
-class Limits:
-    """Per-run limits; ``None`` means unlimited.
-
-    ``max_tokens`` counts input + output tokens of every model call of the run (and of its
-    children, whose budgets are carved from it); ``timeout_s`` is wall-clock time.
-    """
-
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    timeout_s: float | None = None
-    max_cost_usd: float | None = None
-
-    def __post_init__(self) -> None:
-        for name, v, whole in (("max_turns", self.max_turns, True), ("max_tokens", self.max_tokens, True),
-                               ("timeout_s", self.timeout_s, False), ("max_cost_usd", self.max_cost_usd, False)):
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise UserError(f"Limits.{name} must be a positive number or None, got {v!r}")
-            if whole and not isinstance(v, int):
-                raise UserError(f"Limits.{name} must be a whole number, got {v!r}")
-
-    def merged(self, override: Limits | None) -> Limits:
-        """These limits with every non-``None`` field of ``override`` taking precedence."""
-        if override is None or override == _NO_LIMITS:
-            return self
-        return replace(self, **{f.name: getattr(override, f.name) for f in fields(override)
-                                if getattr(override, f.name) is not None})
-
-    def check_turns(self, turns: int) -> None:
-        if self.max_turns is not None and turns > self.max_turns:
-            raise LimitExceeded("max_turns", self.max_turns, turns)
-
-    def check_tokens(self, tokens: int) -> None:
-        if self.max_tokens is not None and tokens > self.max_tokens:
-            raise LimitExceeded("max_tokens", self.max_tokens, tokens)
-
-    def check_cost(self, cost: float | None) -> None:
-        if self.max_cost_usd is not None and cost is not None and cost > self.max_cost_usd:
-            raise LimitExceeded("max_cost_usd", self.max_cost_usd, round(cost, 6))
-
-
-_NO_LIMITS = Limits()
 
 
 class Budget:
