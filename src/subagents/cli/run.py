@@ -164,6 +164,7 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
                 out.write({"kind": "warning", "message": rt.sandbox_warning})
             rt.bus.on(out)
             result = await rt.run(prompt, agent=agent, limits=limits)
+            await rt.events_delivered()  # the stream ends with the result, after every event
             out.result(result)
             return result
         note = view.note if view is not None else _stderr_line
@@ -174,8 +175,10 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
             with view:
                 rt.bus.on(view)
                 result = await rt.run(prompt, agent=agent, limits=limits)
+                await rt.events_delivered()
         else:
             result = await rt.run(prompt, agent=agent, limits=limits)
+            await rt.events_delivered()
         tree.extend(tree_results(rt, result))
         return result
 

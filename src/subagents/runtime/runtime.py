@@ -221,12 +221,15 @@ class Runtime:
                   model: Model | str | None = None) -> RunResult:
         """Run a root agent to the end and return its result (limits stop it with partial work)."""
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
-        result = await self.manager.wait_one(node)
-        await self._events_published()
-        return result
+        return await self.manager.wait_one(node)
 
-    async def _events_published(self) -> None:
-        """When someone listens, return only once the run's events (held until committed) are out."""
+    async def events_delivered(self) -> None:
+        """Return once every event published so far has reached the listeners.
+
+        Events that announce a status are held until the store has committed it (see
+        docs/durability.md), so they may reach ``on_event`` / ``rt.events()`` a moment after
+        :meth:`run` returned; await this before you print a run's result after its events.
+        """
         if not self.bus.active:
             return
         loop = asyncio.get_running_loop()
@@ -236,6 +239,7 @@ class Runtime:
             loop.call_soon_threadsafe(lambda: None if fut.done() else fut.set_result(None))
 
         if self.store.on_commit(committed):
+            self.store.hurry()  # someone waits: no point gathering more for this batch
             await fut
 
     def run_sync(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,

@@ -137,6 +137,9 @@ class MemoryStore:
     def on_commit(self, callback: Callable[[], None]) -> bool:
         return False
 
+    def hurry(self) -> None:
+        """Nothing waits: every write is done when made."""
+
     def flush(self) -> None:
         return None
 

@@ -292,6 +292,10 @@ class SQLiteStore:
         self._put((CALL, callback))
         return True
 
+    def hurry(self) -> None:
+        if not self._closed and self._w.error is None:
+            self._handoff()
+
     def flush(self) -> None:
         if self._error is not None:
             raise self._error
