@@ -22,6 +22,7 @@ from typing import Any, Literal, NamedTuple
 from .._threads import call_in_thread
 from ..exceptions import ConfigError
 from ..sandbox.env import scrubbed_env
+from ..sandbox.procs import reap
 from .hook_types import STOP_EVENTS, HookResult, ProcessLauncher
 
 __all__ = ["REASON_CAP", "HookFailure", "Reply", "callback_reply", "is_async", "parse_reply",
@@ -179,19 +180,6 @@ class _Capture(asyncio.Protocol):
         return self.data.decode("utf-8", "replace")
 
 
-async def _reap(proc: asyncio.subprocess.Process) -> None:
-    """Wait for the killed process even if the caller is cancelled meanwhile, then re-raise."""
-    waiter = asyncio.ensure_future(proc.wait())
-    cancelled = False
-    while not waiter.done():
-        try:
-            await asyncio.shield(waiter)
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-
-
 async def _collect(proc: asyncio.subprocess.Process, captures: list[_Capture], timeout_s: float) -> bool:
     """Wait for the hook and the end of its output; ``True`` if it ran past ``timeout_s`` (its group is killed).
 
@@ -206,7 +194,7 @@ async def _collect(proc: asyncio.subprocess.Process, captures: list[_Capture], t
         except TimeoutError:
             timed_out = True
             _kill_group(proc.pid)
-            await _reap(proc)
+            await reap(proc)
         ends = [c.closed for c in captures]
         _, pending = await asyncio.wait(ends, timeout=PIPE_GRACE_S)
         if pending:
@@ -214,7 +202,7 @@ async def _collect(proc: asyncio.subprocess.Process, captures: list[_Capture], t
             await asyncio.wait(pending, timeout=PIPE_GRACE_S)
     except asyncio.CancelledError:
         _kill_group(proc.pid)
-        await _reap(proc)
+        await reap(proc)
         raise
     return timed_out
 
