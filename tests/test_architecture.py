@@ -8,6 +8,7 @@ A package's ``__init__`` re-exporting its modules is not a cycle.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -97,7 +98,7 @@ def test_the_known_seams_stay_one_way() -> None:
 def test_the_lower_rooms_never_import_the_runtime() -> None:
     graph = _graph()
     for name, deps in graph.items():
-        if name.startswith(("subagents.definitions", "subagents.exceptions", "subagents.limits",
+        if name.startswith(("subagents.definitions", "subagents.engines", "subagents.exceptions", "subagents.limits",
                             "subagents.messages", "subagents.store", "subagents.tools", "subagents.models")):
             assert not {d for d in deps if d.startswith("subagents.runtime")}, name
     assert graph["subagents.exceptions"] == set()  # the root of every other module: imports none of them
@@ -107,3 +108,18 @@ def test_no_module_over_400_lines() -> None:
     long = {str(p.relative_to(SRC)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_only_the_engine_creates_the_tasks_agents_run_in() -> None:
+    """Agent runs and runtime services start through the Executor seam (engines/), never with create_task."""
+    starters = re.compile(r"\b(create_task|ensure_future|TaskGroup)\b")
+    found = {str(p.relative_to(SRC)) for p in (PACKAGE / "runtime").rglob("*.py") if starters.search(p.read_text())}
+    assert found == set()
+    assert starters.search((PACKAGE / "engines" / "local.py").read_text())
+
+
+def test_no_room_reaches_into_the_managers_private_parts() -> None:
+    """Recovery, retention, the sweeper, the CLI use the manager's public interface (no ``mgr._x``)."""
+    private = re.compile(r"\b(mgr|manager|m|self\.manager|self\.mgr)\._[a-z]\w*")
+    offenders = {str(p.relative_to(SRC)): private.findall(p.read_text()) for p in PACKAGE.rglob("*.py")}
+    assert {k: v for k, v in offenders.items() if v} == {}

@@ -246,41 +246,25 @@ def wait(ctx: click.Context, run_ref: str, timeout: float | None) -> int:
 @click.pass_context
 def cancel(ctx: click.Context, run_ref: str) -> int:
     """Cancel a run and its descendants (through its owner if it is alive)."""
-    from ..runtime.recovery import is_orphaned
+    from ..runtime.steering import cancel_stored
 
     with _open(ctx) as store:
         rec = resolve_run(store, run_ref)
         if rec.is_final:
             raise UserError(f"run {rec.nickname} ({rec.run_id}) has already ended ({rec.status}); nothing to cancel")
-        now = time.time()
-        if not is_orphaned(store, rec, now):
-            store.add_request(rec.run_id, "cancel", "", now)
+        done = cancel_stored(store, rec)
+        if done.requested:
             click.echo(f"Cancel requested: the process that runs {rec.nickname} ({_pid(rec)}) stops it within "
                        "a few seconds; 'subagents runs wait' shows when it has.")
-            return 0
-        victims = [r for r in store.list_runs(include_archived=True, root_id=rec.root_id or rec.run_id)
-                   if not r.is_final and _under(r, rec.run_id, store)]
-        for r in victims:
-            store.finish_run(r.run_id, {"status": "shutdown", "outcome": "cancelled", "ended_at": now,
-                                        "error": "cancelled with 'subagents runs cancel' while no process ran it"},
-                             None)
-        click.echo(f"Cancelled {_n(len(victims), 'run')}: no live process owned {rec.nickname}, so the store was "
-                   "updated directly.")
+        else:
+            click.echo(f"Cancelled {_n(len(done.cancelled), 'run')}: no live process owned {rec.nickname}, so the "
+                       "store was updated directly.")
         return 0
 
 
 def _pid(rec: RunRecord) -> str:
     parts = rec.owner.split(":")
     return f"pid {parts[1]} on {parts[0]}" if len(parts) >= 2 else "owner unknown"
-
-
-def _under(r: RunRecord, top: str, store: Store) -> bool:
-    cur: RunRecord | None = r
-    while cur is not None:
-        if cur.run_id == top:
-            return True
-        cur = store.get_run(cur.parent_id) if cur.parent_id else None
-    return False
 
 
 @runs.command("resume")
@@ -291,16 +275,14 @@ def _under(r: RunRecord, top: str, store: Store) -> bool:
 @click.pass_context
 def resume(ctx: click.Context, run_ref: str, message: str, model_name: str | None) -> int:
     """Give a finished run more work (MESSAGE), keeping its whole conversation."""
-    from ..runtime.recovery import is_orphaned
+    from ..runtime.steering import request_resume
 
     with _open(ctx) as store:
         rec = resolve_run(store, run_ref)
         if not rec.is_final:
             raise UserError(f"run {rec.nickname} ({rec.run_id}) is still {rec.status}; wait for it to end "
                             "('subagents runs wait') before resuming it")
-        now = time.time()
-        if not is_orphaned(store, rec, now):
-            store.add_request(rec.run_id, "resume", message, now)
+        if request_resume(store, rec, message):
             click.echo(f"Resume requested: the process that owns {rec.nickname} ({_pid(rec)}) resumes it within "
                        "a few seconds; follow it with 'subagents runs tail'.")
             return 0

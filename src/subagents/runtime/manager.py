@@ -10,22 +10,27 @@
 6. compute the authority (:mod:`.factory`): the tool fence (parent's tools ∩ allowlist − denylist,
    minus spawn tools at ``max_depth``) and the permission mode, never wider than the parent's
 7. reserve a slot: ``max_depth`` and ``max_threads`` (released if anything later fails)
-8. assign a UUID and a nickname, record the run (``pending_init``)
-9. start it as an asyncio task (``running``)
+8. assign a UUID and a nickname, record the run (``pending_init``) through the :class:`.Recorder`
+9. hand it to the :class:`~subagents.engines.Executor` (``running``)
 
 Everything here runs on the event loop thread, so the check-and-reserve of step 7 cannot race.
+The parts: :class:`.AgentFactory` (step 3-6), :class:`.SlotPool` (step 7), :class:`.AgentTree` (lookup),
+:class:`.Recorder` (store and events), the executor (where runs execute).  Recovery, retention and the
+sweeper use the public methods below (:meth:`AgentManager.assemble`, :meth:`~AgentManager.start`,
+:meth:`~AgentManager.finish`, :meth:`~AgentManager.close`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..authority.guard import Authority
 from ..definitions.loader import DefinitionSet
 from ..definitions.model import AgentDefinition
+from ..engines import Executor, LocalExecutor
 from ..exceptions import DefinitionError, LimitExceeded, SpawnError
 from ..messages import Message
 from ..models.base import AgentInfo, Model
@@ -43,7 +48,7 @@ from .loop import AgentCore, Stopped
 from .nicknames import NicknamePool
 from .node import AgentNode
 from .prompts import announcement_text
-from .recording import Recording, stats
+from .recorder import Recorder
 from .result import RunResult
 from .slots import SlotPool
 from .status import Outcome, Status
@@ -52,7 +57,7 @@ from .tree import AgentTree
 __all__ = ["AgentManager", "ManagerSettings"]
 
 
-class AgentManager(Recording):
+class AgentManager:
     def __init__(
         self,
         *,
@@ -65,6 +70,7 @@ class AgentManager(Recording):
         bus: EventBus,
         settings: ManagerSettings,
         control_factory: Callable[[AgentManager], Any] | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.defs = definitions
         self.tools = list(tools)
@@ -72,18 +78,19 @@ class AgentManager(Recording):
         self.workspace = workspace
         self.store = store
         self.bus = bus
+        self.executor: Executor = executor if executor is not None else LocalExecutor()
         self.cfg = settings
         self.notepad: list[str] = []
         self.nicknames = NicknamePool()
         self.tree = AgentTree(self.nicknames)
         self.nodes = self.tree.nodes
+        self.recorder = Recorder(store, bus, self.nodes)
         self.slots = SlotPool(settings.max_threads, settings.max_depth, self.tree.slot_holders)
-        self._todos: dict[str, list[dict[str, Any]]] = {}
+        self.todos: dict[str, list[dict[str, Any]]] = {}
         self.factory = AgentFactory(self.tools, max_depth=settings.max_depth, runtime_mode=settings.permission_mode,
                                     workdir=str(workspace.root), model=model, resolve_model=resolve_model)
         self.authority: Authority | None = None  # the runtime's permission rules, approver and hooks
         self.sandbox: Any = None  # the shell sandbox every agent's bash and hooks run in
-        self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
         self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
         self.control = control_factory(self) if control_factory is not None else None
         # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
@@ -154,7 +161,7 @@ class AgentManager(Recording):
                 raise SpawnError(f"cannot spawn: the parent's budget is used up ({e}); finish with what you have "
                                  "or raise the parent's limit") from None
             check_priced(mdl, carved)
-            node = self._build(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
+            node = self.assemble(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
                                history, grant, isolation=isolation or d.isolation)
             node.holds_slot = reservation.held
             reservation.commit()
@@ -162,19 +169,15 @@ class AgentManager(Recording):
         self.nodes[node.id] = node
         if parent is not None:
             parent.children.append(node.id)
-        self._record(node)
-        self._commit_point()
-        self._emit(node, "subagent_spawned", agent_type=node.info.agent_type, label=node.label,
-                   background=node.background, model=node.model_name)
-        node.task = asyncio.get_running_loop().create_task(self._drive(node, None if history else prompt),
-                                                           name=f"agent:{node.nickname}")
+        self.recorder.created(node)
+        self.start(node, None if history else prompt)
         return node
 
-    def _build(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
+    def assemble(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
                prompt: str, description: str, label: str | None, background: bool | None, cleanup: str,
                history: list[Message] | None, grant: Grant, *, ids: tuple[str, str] | None = None,
                isolation: str | None = None) -> AgentNode:
-        # ``ids``: (id, nickname) of a run restored from the store (see recovery.adopt)
+        """Build an agent (not recorded, not started); ``ids``: (id, nickname) of a run restored from the store."""
         agent_id = new_agent_id() if ids is None else ids[0]
         if ids is not None:
             nickname = self.nicknames.adopt(ids[1], d.name)
@@ -197,7 +200,7 @@ class AgentManager(Recording):
                                             briefing=self.cfg.briefing, notes=tuple(self.notepad[-10:]),
                                             workdir=str(worktree.root if worktree else ws.root))
         root_id = parent.root_id if parent else agent_id
-        todos = self._todos.setdefault(root_id, [])
+        todos = self.todos.setdefault(root_id, [])
         ctx = ToolContext(agent=info, workspace=ws, todos=todos, control=self.control,
                           bash_timeout_s=self.cfg.bash_timeout_s, sandbox=sandbox,
                           shell_writable=grant.mode != "plan")
@@ -211,20 +214,32 @@ class AgentManager(Recording):
                          narrowed=grant.notes, worktree=worktree)
         core.system_prefix = len(base) if base and system.startswith(base) else 0
         core.budget = Budget(limits, parent=parent.core.budget if parent is not None else None)
-        core.on_message = self._message_sink(node)
-        core.inbox.on_deliver = self._delivered_sink(node)
+        core.on_message = self.recorder.message_sink(node)
+        core.inbox.on_deliver = self.recorder.delivered_sink(node)
         return node
 
     # ------------------------------------------------------------------------------------------
     # running
-    async def _drive(self, node: AgentNode, prompt: str | None) -> RunResult:
+    def start(self, node: AgentNode, prompt: str | None, *,
+              before: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Hand ``node`` to the executor: run it (``prompt``: the new user message, ``None`` to continue its
+        transcript), after ``before()`` when given (recovery hands over results the transcript waits for)."""
+        async def body() -> RunResult:
+            if before is not None:
+                await before()
+            return await self.drive(node, prompt)
+
+        node.task = self.executor.start_run(node.id, f"agent:{node.nickname}", body)
+
+    async def drive(self, node: AgentNode, prompt: str | None) -> RunResult:
+        """Run ``node`` to its end and record the end (the body every executor runs)."""
         await self.store.room()  # back-pressure: a store whose writer is behind makes new runs wait
         node.runs += 1
-        self._set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
+        self.recorder.set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
         try:
             failed = await worktrees.enter(node, self.workspace) if node.worktree is not None else None
             if node.worktree is not None:
-                self.store.update_run(node.id, {"worktree": worktrees.worktree_record(node.worktree)})
+                self.recorder.update(node, {"worktree": worktrees.worktree_record(node.worktree)})
             if failed:
                 result = node.core.result(Stopped(Outcome.ERROR, None, failed))
             else:
@@ -233,21 +248,22 @@ class AgentManager(Recording):
             result = node.core.result(Stopped(self.stop_as[0], None, self.stop_as[1]))
             if not node.closing:  # cancelled from outside (runtime shutdown): finish, then propagate
                 await self._leave_worktree(node, result)
-                self._finish(node, result)
+                self.finish(node, result)
                 raise
         except Exception as e:
             result = node.core.result(Stopped(Outcome.ERROR, None, f"internal error: {type(e).__name__}: {e}"))
         await self._leave_worktree(node, result)
-        self._finish(node, result)
+        self.finish(node, result)
         return result
 
     async def _leave_worktree(self, node: AgentNode, result: RunResult) -> None:
         if node.worktree is not None and node.worktree.base:
             line = await worktrees.leave(node)
             result.text = f"{result.text}\n\n{line}" if result.text else line
-            self.store.update_run(node.id, {"worktree": worktrees.worktree_record(node.worktree)})
+            self.recorder.update(node, {"worktree": worktrees.worktree_record(node.worktree)})
 
-    def _finish(self, node: AgentNode, result: RunResult) -> None:
+    def finish(self, node: AgentNode, result: RunResult) -> None:
+        """Record ``node``'s end, wake its waiters, announce a background child's result to its parent."""
         if node.status.is_final():
             return
         node.result = result
@@ -259,11 +275,8 @@ class AgentManager(Recording):
             ann = AnnouncementRecord(f"{node.id}:{node.runs}", parent.id, node.id,
                                      announcement_text(result, node.label, self.cfg.result_max_chars), time.time())
         try:
-            self.store.finish_run(node.id, self._final_fields(result), ann)
+            self.recorder.finished(node, result, ann)
         finally:  # a failing store must not leave waiters hanging; its StoreError still propagates
-            self._commit_point()
-            self._emit(node, "subagent_status_changed", status=str(result.status))
-            self._emit(node, "subagent_completed", **stats(result))
             waiters, node.waiters = node.waiters, []
             for w in waiters:
                 w(node)
@@ -278,7 +291,7 @@ class AgentManager(Recording):
             parent.core.inbox.put(ann.text, key=f"ann:{ann.id}")
         else:
             parent.followups.append(ann)
-        self._emit(parent, "announcement", child_id=ann.child_id,
+        self.recorder.emit(parent, "announcement", child_id=ann.child_id,
                    mode="steer" if parent.status is Status.RUNNING else "followup")
 
     def withdraw_announcement(self, parent: AgentNode, child_id: str) -> None:
@@ -289,7 +302,7 @@ class AgentManager(Recording):
         ann_id = f"{child_id}:{child.runs}"
         if parent.core.inbox.discard(f"ann:{ann_id}") or any(a.id == ann_id for a in parent.followups):
             parent.followups = [a for a in parent.followups if a.id != ann_id]
-            self._ack(parent, ann_id)
+            self.recorder.ack(parent, ann_id)
 
     # ------------------------------------------------------------------------------------------
     # steering
@@ -328,7 +341,7 @@ class AgentManager(Recording):
         prompt = self._with_followups(node, message)
         node.result = None
         node.status = Status.PENDING_INIT
-        node.task = asyncio.get_running_loop().create_task(self._drive(node, prompt), name=f"agent:{node.nickname}")
+        self.start(node, prompt)
         return node
 
     def _with_followups(self, node: AgentNode, message: str) -> str:
@@ -336,7 +349,7 @@ class AgentManager(Recording):
             return message
         texts = [a.text for a in node.followups]
         for a in node.followups:
-            self._ack(node, a.id)
+            self.recorder.ack(node, a.id)
         node.followups = []
         return "\n\n".join([*texts, message])
 
@@ -353,11 +366,11 @@ class AgentManager(Recording):
                 tasks.append(n.task)
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        for n in victims:  # a task cancelled before its first step never ran _drive
+        for n in victims:  # a task cancelled before its first step never ran drive
             if not n.status.is_final():
                 n.runs = max(n.runs, 1)
                 why = self.stop_as[1] if self.stop_as[0] is Outcome.INTERRUPTED else "closed before it started"
-                self._finish(n, n.core.result(Stopped(self.stop_as[0], None, why)))
+                self.finish(n, n.core.result(Stopped(self.stop_as[0], None, why)))
         assert node.result is not None
         return node.result
 

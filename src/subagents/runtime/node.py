@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..definitions.model import AgentDefinition
+from ..engines.base import RunHandle
 from ..models.base import AgentInfo
 from ..sandbox.worktree import Worktree
 from ..store.base import AnnouncementRecord
@@ -33,7 +33,7 @@ class AgentNode:
     model_name: str
     cleanup: str = "keep"
     status: Status = Status.PENDING_INIT
-    task: asyncio.Task[RunResult] | None = None
+    task: RunHandle[RunResult] | None = None  # from the executor (an asyncio.Task with the local engine)
     result: RunResult | None = None
     children: list[str] = field(default_factory=list)
     children_complete: bool = True  # False for a node re-created from the store: finished children load on demand

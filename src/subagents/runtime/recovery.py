@@ -25,7 +25,6 @@ Afterwards no record is ``running`` without a live task behind it.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -107,7 +106,7 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
                                   rec.depth)
     if rec.permission_mode in MODES and mode_rank(rec.permission_mode) < mode_rank(grant.mode):
         grant.mode = rec.permission_mode  # it keeps the narrower mode it ran in; never a wider one
-    node = mgr._build(d, parent, rec.depth, mdl, _limits(rec.limits), rec.task, "", rec.label, rec.background,
+    node = mgr.assemble(d, parent, rec.depth, mdl, _limits(rec.limits), rec.task, "", rec.label, rec.background,
                       rec.cleanup, transcript, grant, ids=(rec.run_id, rec.nickname))
     if rec.system_prompt:
         node.core.system = rec.system_prompt
@@ -181,17 +180,21 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
             elif kid is not None:
                 waits[call_id] = (child, kid)  # resumed with this restore: its result comes when it ends
         if waits:
-            node.task = asyncio.get_running_loop().create_task(_deliver_then_drive(mgr, node, last, ready, waits),
-                                                               name=f"agent:{node.nickname}")
+            async def hand_over() -> None:  # the resumed foreground children of last's spawn calls end first
+                for call_id, (child_rec, kid) in waits.items():
+                    ready[call_id] = spawn_result(mgr, call_id, child_rec, await mgr.wait_one(kid))
+                _answer(node, last, ready)
+
+            mgr.start(node, None, before=hand_over)
             report.resumed.append(node.id)
             return
         _answer(node, last, ready)
     elif last.role == "assistant":  # the answer was recorded, the final status was not
         node.runs = max(node.runs, 1)
-        mgr._finish(node, core.result(Final(last.text)))
+        mgr.finish(node, core.result(Final(last.text)))
         report.finished.append(node.id)
         return
-    node.task = asyncio.get_running_loop().create_task(mgr._drive(node, prompt), name=f"agent:{node.nickname}")
+    mgr.start(node, prompt)
     report.resumed.append(node.id)
 
 
@@ -204,15 +207,6 @@ def _answer(node: AgentNode, last: Message, ready: dict[str, ToolResultBlock]) -
     core.messages.append(m)
     if core.on_message is not None:
         core.on_message(m)
-
-
-async def _deliver_then_drive(mgr: AgentManager, node: AgentNode, last: Message, ready: dict[str, ToolResultBlock],
-                              waits: dict[str, tuple[RunRecord, AgentNode]]) -> RunResult:
-    """Wait for the resumed foreground children of ``last``'s spawn calls, hand their results over, run on."""
-    for call_id, (rec, kid) in waits.items():
-        ready[call_id] = spawn_result(mgr, call_id, rec, await mgr.wait_one(kid))
-    _answer(node, last, ready)
-    return await mgr._drive(node, None)
 
 
 def _mark_interrupted(store: Store, rec: RunRecord, now: float, result_max_chars: int) -> None:

@@ -48,10 +48,15 @@ class Retention:
         if root is None:
             return True
         tree = mgr.tree.subtree(root)
-        if any(not n.status.is_final() or n.followups or n.waiters or n.id in mgr._acks for n in tree):
+        if any(self.busy(n) for n in tree):
             return False
         for n in tree:
             del mgr.nodes[n.id]
             mgr.nicknames.release(n.nickname)
-        mgr._todos.pop(root_id, None)
+        mgr.todos.pop(root_id, None)
         return True
+
+    def busy(self, node: AgentNode) -> bool:
+        """Whether ``node`` still needs its in-memory state: unfinished, follow-ups, waiters or unrecorded acks."""
+        return (not node.status.is_final() or bool(node.followups) or bool(node.waiters)
+                or self.mgr.recorder.owes_acks(node.id))

@@ -24,6 +24,7 @@ from ..authority.names import canonical_mode
 from ..config import NO_MODEL_HELP, Settings, load_settings
 from ..definitions.loader import DefinitionSet, load_definitions
 from ..definitions.model import AgentDefinition
+from ..engines import RunHandle
 from ..exceptions import ConfigError, SpawnError, UnconfinedShellWarning, UserError
 from ..models.base import Model
 from ..models.pricing import set_price_overrides
@@ -158,7 +159,7 @@ class Runtime:
         self._closed = False
         self.manager.retention = Retention(self.manager)
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
-        self._sweeper_task: asyncio.Task[None] | None = None
+        self._sweeper_task: RunHandle[None] | None = None
         self._restored = False
         self._in_run_sync = False
 
@@ -178,7 +179,7 @@ class Runtime:
     async def __aenter__(self) -> Runtime:
         await self.restore()
         if self._sweeper_task is None:
-            self._sweeper_task = asyncio.get_running_loop().create_task(self.sweeper.run(), name="subagents-sweeper")
+            self._sweeper_task = self.manager.executor.start_service("subagents-sweeper", self.sweeper.run)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -204,6 +205,7 @@ class Runtime:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper_task
         await self.manager.shutdown()
+        await self.manager.executor.aclose()
         self.store.flush()  # before the bus closes: held events are published only once committed
         self.bus.close()
         self.store.close()

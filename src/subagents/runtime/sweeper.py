@@ -51,7 +51,6 @@ class Sweeper:
         self.archive_after_s = archive_after_minutes * 60.0
         self.clock = clock
         self.interval_s = interval_s
-        self._tasks: set[asyncio.Task[object]] = set()
 
     async def run(self) -> None:
         """Sweep every ``interval_s`` until cancelled."""
@@ -102,9 +101,8 @@ class Sweeper:
                 node = m.find(req.run_id)
                 if node is None or node.status.is_final():
                     return f"cancel {req.run_id}: nothing to do, it is not running here"
-                task = asyncio.get_running_loop().create_task(m.close(req.run_id))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                run_id = req.run_id
+                m.executor.start_service(f"cancel:{run_id}", lambda: m.close(run_id))
                 return f"cancel {req.run_id}: done"
             if req.kind == "resume":
                 if m.find(req.run_id) is None:

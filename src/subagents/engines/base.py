@@ -1,0 +1,51 @@
+"""The :class:`Executor` protocol: the seam between the runtime and the engine that runs agents.
+
+The runtime decides *what* runs (the manager builds an agent, records it, and gives the executor
+a body: a coroutine function that drives that agent to its end); the executor decides *where*
+and *how*.  Everything the runtime does with a running agent goes through the handle it gets
+back: wait for it, cancel it, ask whether it is done.
+
+An engine that runs agents elsewhere (a Temporal worker) starts a workflow with the run id
+instead of calling ``body`` in this process, and returns a handle on that workflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Protocol, TypeVar
+
+__all__ = ["Executor", "RunHandle"]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class RunHandle(Protocol[T_co]):
+    """A running agent (or service): awaitable for its result, cancellable.  ``asyncio.Task`` is one."""
+
+    def cancel(self, msg: Any | None = None) -> bool: ...
+
+    def done(self) -> bool: ...
+
+    def cancelled(self) -> bool: ...
+
+    def __await__(self) -> Generator[Any, None, T_co]: ...
+
+
+class Executor(Protocol):
+    """Runs agent bodies and the runtime's own services (the sweeper, requests from other processes)."""
+
+    name: str
+    """Short engine name for messages and ``config show`` (``"local"``)."""
+
+    def start_run(self, run_id: str, name: str, body: Callable[[], Coroutine[Any, Any, T]]) -> RunHandle[T]:
+        """Start the agent run ``run_id``; ``body()`` drives it to its end and returns its result."""
+        ...
+
+    def start_service(self, name: str, body: Callable[[], Coroutine[Any, Any, Any]]) -> RunHandle[Any]:
+        """Start a runtime service (kept referenced until it ends; its failure is not lost)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Cancel the services still running and wait for them (agent runs are closed by the runtime first)."""
+        ...

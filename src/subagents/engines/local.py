@@ -1,0 +1,58 @@
+"""``LocalExecutor``: every agent run is an asyncio task on the runtime's event loop (the default engine).
+
+This is the only place in the package that creates the tasks agents run in.
+
+>>> import asyncio
+>>> from subagents.engines import LocalExecutor
+>>> async def main() -> str:
+...     ex = LocalExecutor()
+...     async def body() -> str:
+...         return "done"
+...     return await ex.start_run("run-1", "agent:demo", body)
+>>> asyncio.run(main())
+'done'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["LocalExecutor"]
+
+T = TypeVar("T")
+log = logging.getLogger("subagents.engines")
+
+
+class LocalExecutor:
+    """Runs agents as asyncio tasks of the running event loop."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self._services: set[asyncio.Task[Any]] = set()
+
+    def start_run(self, run_id: str, name: str, body: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Task[T]:
+        return asyncio.get_running_loop().create_task(body(), name=name)
+
+    def start_service(self, name: str, body: Callable[[], Coroutine[Any, Any, Any]]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(body(), name=name)
+        self._services.add(task)
+        task.add_done_callback(self._service_done)
+        return task
+
+    def _service_done(self, task: asyncio.Task[Any]) -> None:
+        self._services.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("subagents service %s failed", task.get_name(), exc_info=task.exception())
+
+    async def aclose(self) -> None:
+        services = list(self._services)
+        for t in services:
+            t.cancel()
+        for t in services:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t

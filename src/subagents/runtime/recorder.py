@@ -1,0 +1,136 @@
+"""``Recorder``: what the runtime writes and tells — run records, transcripts, status changes, events.
+
+The manager holds one :class:`Recorder`; it is the only part of the runtime that writes run state
+to the store and publishes lifecycle events.  Its one rule: a change is handed to the store
+*before* the event that announces it, and with a store that commits in the background the event
+waits behind a gate until the commit (:meth:`Recorder.commit_point`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..messages import Message
+from ..store.base import AnnouncementRecord, RunRecord, Store
+from .events import Event, EventBus
+from .isolation import worktree_record
+from .limits import Limits
+from .node import AgentNode
+from .result import RunResult
+from .status import Status
+
+__all__ = ["Recorder", "final_fields", "limits_dict", "stats"]
+
+
+class Recorder:
+    """Writes agents' runs to the store and publishes their events (see the module docstring)."""
+
+    __slots__ = ("_acks", "bus", "nodes", "store")
+
+    def __init__(self, store: Store, bus: EventBus, nodes: dict[str, AgentNode]) -> None:
+        self.store = store
+        self.bus = bus
+        self.nodes = nodes
+        self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
+
+    def created(self, node: AgentNode) -> None:
+        """Record a new run (status ``pending_init``), then announce it (``subagent_spawned``)."""
+        i = node.info
+        parent = self.nodes.get(i.parent_id) if i.parent_id else None
+        self.store.create_run(RunRecord(
+            run_id=i.id, agent_id=i.id, nickname=i.nickname, agent_type=i.agent_type, task=node.task_text,
+            child_session_key=f"agent:{i.agent_type}:subagent:{i.id}",
+            requester_session_key=(f"agent:{parent.info.agent_type}:subagent:{parent.id}" if parent else None),
+            parent_id=i.parent_id, root_id=node.root_id, depth=i.depth, label=node.label, model=node.model_name,
+            cleanup=node.cleanup, background=node.background, created_at=time.time(),
+            system_prompt=node.core.system, limits=limits_dict(node.limits), permission_mode=node.mode,
+            worktree=worktree_record(node.worktree),
+        ))
+        self.commit_point()
+        self.emit(node, "subagent_spawned", agent_type=i.agent_type, label=node.label, background=node.background,
+                  model=node.model_name)
+
+    def message_sink(self, node: AgentNode) -> Callable[[Message], None]:
+        store, msgs, run_id, acks = self.store, node.core.messages, node.id, self._acks
+
+        def sink(m: Message) -> None:
+            delivered = acks.pop(run_id, None)
+            if delivered is None:
+                store.append_messages(run_id, len(msgs) - 1, [m])
+            else:  # the announcements this message hands over are marked delivered with it, atomically
+                store.append_messages(run_id, len(msgs) - 1, [m], delivered, time.time())
+
+        return sink
+
+    def delivered_sink(self, node: AgentNode) -> Callable[[list[str]], None]:
+        acks, run_id = self._acks, node.id  # not the node: no reference cycle node -> inbox -> sink -> node
+
+        def delivered(keys: list[str]) -> None:
+            for k in keys:
+                if k.startswith("ann:"):
+                    acks.setdefault(run_id, []).append(k[4:])
+
+        return delivered
+
+    def ack(self, node: AgentNode, ann_id: str) -> None:
+        """``ann_id`` reached ``node``: mark it delivered together with the next message ``node`` records."""
+        self._acks.setdefault(node.id, []).append(ann_id)
+
+    def owes_acks(self, agent_id: str) -> bool:
+        """Whether announcements that reached ``agent_id`` still wait to be recorded as delivered."""
+        return agent_id in self._acks
+
+    def commit_point(self) -> None:
+        """Hold later events until what the store was given so far is committed (only when someone listens)."""
+        if self.bus.active:
+            gate = self.bus.gate()
+            if not self.store.on_commit(gate.open_threadsafe):
+                self.bus.open(gate)
+
+    def set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
+        node.status = status
+        self.store.update_run(node.id, {"status": str(status), **fields})
+        self.commit_point()
+        self.emit(node, "subagent_status_changed", status=str(status))
+
+    def update(self, node: AgentNode, fields: dict[str, Any]) -> None:
+        """Record other fields of a run (no event)."""
+        self.store.update_run(node.id, fields)
+
+    def finished(self, node: AgentNode, result: RunResult, ann: AnnouncementRecord | None) -> None:
+        """Record the end of a run (and the announcement for its parent, atomically), then announce it.
+
+        The events follow even when the store fails (its :class:`StoreError` propagates after them).
+        """
+        try:
+            self.store.finish_run(node.id, final_fields(result), ann)
+        finally:
+            self.commit_point()
+            self.emit(node, "subagent_status_changed", status=str(result.status))
+            self.emit(node, "subagent_completed", **stats(result))
+
+    def emit(self, node: AgentNode, kind: str, **data: Any) -> None:
+        if self.bus.active:
+            i = node.info
+            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, nickname=i.nickname))
+
+
+def final_fields(r: RunResult) -> dict[str, Any]:
+    """The run-record fields a finished run sets."""
+    return {"status": str(r.status), "outcome": str(r.outcome), "ended_at": time.time(),
+            "usage": r.usage.to_dict(), "cost_usd": r.cost_usd, "turns": r.turns, "tool_calls": r.tool_calls,
+            "truncated": r.truncated, "limit": r.limit, "result_text": r.text, "error": r.error}
+
+
+def limits_dict(lim: Limits) -> dict[str, Any]:
+    return {"max_turns": lim.max_turns, "max_tokens": lim.max_tokens, "timeout_s": lim.timeout_s,
+            "max_cost_usd": lim.max_cost_usd}
+
+
+def stats(r: RunResult) -> dict[str, Any]:
+    """The stats of a finished run, as ``subagent_completed`` events carry them."""
+    return {"status": str(r.status), "outcome": str(r.outcome), "turns": r.turns, "tool_calls": r.tool_calls,
+            "duration_s": r.duration_s, "usage": r.usage.to_dict(), "cost_usd": r.cost_usd,
+            "truncated": r.truncated, "limit": r.limit}
