@@ -28,11 +28,9 @@ INVALID_ARGUMENTS_KEY = "__invalid_json__"
 _counter = itertools.count(1)
 _prefix = os.urandom(4).hex()
 
-
 def new_call_id() -> str:
     """A process-unique tool call id (``call_<random>_<n>``)."""
     return f"call_{_prefix}_{next(_counter)}"
-
 
 @dataclass(slots=True, frozen=True)
 class AgentInfo:
@@ -44,12 +42,6 @@ class AgentInfo:
     depth: int = 0
     parent_id: str | None = None
 
-    @property
-    def name(self) -> str:
-        """The agent type (alias kept for readability in scripted models)."""
-        return self.agent_type
-
-
 @dataclass(slots=True, frozen=True)
 class ToolSpec:
     """A tool as the model sees it: name, description and JSON schema of its arguments."""
@@ -58,7 +50,6 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
 
-
 @dataclass(slots=True)
 class ToolCall:
     """A tool call the model asks for; ``id`` is generated when omitted."""
@@ -66,7 +57,6 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str = field(default_factory=new_call_id)
-
 
 @dataclass(slots=True)
 class ModelRequest:
@@ -97,7 +87,6 @@ class ModelRequest:
     def tool_names(self) -> list[str]:
         return [t.name for t in self.tools]
 
-
 @dataclass(slots=True)
 class ModelResponse:
     """What the model answered: text, tool calls, usage and (optionally) the stop reason."""
@@ -107,7 +96,6 @@ class ModelResponse:
     usage: Usage | None = None
     stop_reason: str | None = None
     model: str | None = None
-
 
 @runtime_checkable
 class Model(Protocol):

@@ -295,9 +295,9 @@ class Runtime:
             ids = [n.id for n in self.manager.nodes.values() if not n.status.is_final()]
             return (await self.manager.wait(ids, timeout))[0]
         here = [r for r in agent_ids if self.manager.find(r) is not None]
-        stored = [rec for r in agent_ids if r not in here and (rec := self._record(r)) is not None]
+        stored = [rec for r in agent_ids if r not in here and (rec := self._stored(r)) is not None]
         if len(here) + len(stored) < len(agent_ids):  # unknown everywhere: the manager says which, clearly
-            self.manager.tree.require(next(r for r in agent_ids if r not in here and self._record(r) is None))
+            self.manager.tree.require(next(r for r in agent_ids if r not in here and self._stored(r) is None))
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         results = (await self.manager.wait(here, timeout))[0] if here else {}
         results.update(await wait_stored(self.store, [rec.run_id for rec in stored], deadline, record_result))
@@ -310,20 +310,20 @@ class Runtime:
     async def resume(self, agent_id: str, message: str, *, limits: Limits | None = None) -> AgentHandle:
         """Reopen a finished agent with its whole conversation (queued announcements first)."""
         if self.manager.find(agent_id) is None:  # evicted from memory, or from an earlier process
-            rec = self._record(agent_id)
+            rec = self._stored(agent_id)
             if rec is not None and rec.is_final:
                 adopt_tree(self.manager, self.store, rec.root_id or rec.run_id)
         node = self.manager.resume(agent_id, message, limits=limits)
         return AgentHandle(node.id, node.nickname, node.info.agent_type)
 
-    def _record(self, agent_id: str) -> RunRecord | None:
+    def _stored(self, agent_id: str) -> RunRecord | None:
         self.store.flush()
         return self.store.get_run(agent_id)
 
     def status(self, agent_id: str) -> Status:
         s = self.manager.status(agent_id)
         if s is Status.NOT_FOUND:
-            rec = self._record(agent_id)
+            rec = self._stored(agent_id)
             if rec is not None:
                 return Status(rec.status)
         return s
@@ -333,7 +333,7 @@ class Runtime:
         node = self.manager.find(agent_id)
         if node is not None:
             return node.result if node.status.is_final() else None
-        rec = self._record(agent_id)
+        rec = self._stored(agent_id)
         return record_result(rec) if rec is not None and rec.is_final else None
 
     def runs(self, *, include_archived: bool = False) -> list[RunRecord]:
