@@ -28,9 +28,11 @@ INVALID_ARGUMENTS_KEY = "__invalid_json__"
 _counter = itertools.count(1)
 _prefix = os.urandom(4).hex()
 
+
 def new_call_id() -> str:
     """A process-unique tool call id (``call_<random>_<n>``)."""
     return f"call_{_prefix}_{next(_counter)}"
+
 
 @dataclass(slots=True, frozen=True)
 class AgentInfo:
@@ -42,6 +44,7 @@ class AgentInfo:
     depth: int = 0
     parent_id: str | None = None
 
+
 @dataclass(slots=True, frozen=True)
 class ToolSpec:
     """A tool as the model sees it: name, description and JSON schema of its arguments."""
@@ -50,6 +53,7 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
 
+
 @dataclass(slots=True)
 class ToolCall:
     """A tool call the model asks for; ``id`` is generated when omitted."""
@@ -57,6 +61,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str = field(default_factory=new_call_id)
+
 
 @dataclass(slots=True)
 class ModelRequest:
@@ -87,6 +92,7 @@ class ModelRequest:
     def tool_names(self) -> list[str]:
         return [t.name for t in self.tools]
 
+
 @dataclass(slots=True)
 class ModelResponse:
     """What the model answered: text, tool calls, usage and (optionally) the stop reason."""
@@ -96,6 +102,7 @@ class ModelResponse:
     usage: Usage | None = None
     stop_reason: str | None = None
     model: str | None = None
+
 
 @runtime_checkable
 class Model(Protocol):
