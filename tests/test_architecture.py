@@ -123,3 +123,12 @@ def test_no_room_reaches_into_the_managers_private_parts() -> None:
     private = re.compile(r"\b(mgr|manager|m|self\.manager|self\.mgr)\._[a-z]\w*")
     offenders = {str(p.relative_to(SRC)): private.findall(p.read_text()) for p in PACKAGE.rglob("*.py")}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_architecture_page_names_files_that_exist() -> None:
+    """docs/architecture.md tells a newcomer which file to open: every path it names must be there."""
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"src/subagents/[\w/]+\.py", doc))
+    named |= {f"src/subagents/{p}" for p in re.findall(r"\b((?:runtime|engines|store|tools|models)/\w+\.py)", doc)}
+    assert len(named) > 20
+    assert sorted(p for p in named if not (SRC.parent / p).exists()) == []
