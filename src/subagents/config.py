@@ -5,27 +5,16 @@ Precedence, highest first: ``overrides`` (arguments) > environment > project fil
 defaults.  :attr:`Settings.sources` records, per dotted key (``agents.max_threads``), where the
 effective value came from: a file path, ``env SUBAGENTS_MAX_THREADS``, ``argument`` or ``default``.
 
-The recognised keys::
+Every key, its type, default, meaning and environment variable is declared once, in
+:data:`subagents.config_keys.KEYS`; this module loads and checks against it.  The recognised keys::
 
-    [model]        default
-    [agents]       max_threads, max_depth, briefing, result_max_chars
-    [store]        url, on_restart (resume | mark_interrupted)
-    [cleanup]      archive_after_minutes
-    [tools]        bash_timeout_s
-    [limits]       max_turns (sub-agents), root_max_turns (root agents); 0 means no limit
-    [permissions]  mode, allow, ask, deny, approval_timeout_s
-    [sandbox]      mode, network, protect, unprotect (user file only), deny_read, env_passthrough,
-                   allow_git, allow_hardlinks, allow_other_devices
-    [[hooks.<Event>]]     matcher, command, timeout_s, on_error   (one table per hook)
-    [providers.anthropic] / [providers.openai]   api_key, base_url, max_retries, retry_base_s, retry_max_s,
-                          connect_timeout_s, read_timeout_s, stall_timeout_s, timeout_s, max_output_tokens, stream
-    [pricing."<model>"]   input, output, cache_read, cache_write   (USD per million tokens)
+{keys}
 
 Lists (``allow``, ``protect``, ...) add up: the user file's entries, then the project file's, then
 the environment's and the arguments'.
 
 Unknown sections or keys and values of the wrong type raise :class:`ConfigError` naming the file,
-the key and the expected type.  API keys are masked whenever settings are shown.
+the key and the expected type (and the nearest known key).  API keys are masked whenever settings are shown.
 """
 
 from __future__ import annotations
@@ -33,74 +22,34 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ._config_values import PROVIDER_KEYS
 from ._config_values import check_value as _check
 from ._config_values import hint as _hint
 from ._config_values import quote as _quote
 from ._config_values import show as _show
 from .authority.names import HOOK_EVENTS, MODE_ALIASES, MODES, canonical_mode
+from .config_keys import ENV_VARS, KEYS, PROVIDERS, TABLE_SECTIONS, Key, keys_of, summary
 from .exceptions import ConfigError
+
+__doc__ = (__doc__ or "").format(keys=summary())
 
 __all__ = ["ENV_VARS", "NO_MODEL_HELP", "PROVIDERS", "Settings", "load_settings", "mask_secret", "user_config_dir"]
 
-PROVIDERS = ("anthropic", "openai")
+_FIXED: dict[str, Key] = {k.dotted: k for k in KEYS if k.field is not None}
+"""dotted key -> Key, for the sections of plain keys."""
+_FIELDS: dict[str, str] = {dotted: k.field for dotted, k in _FIXED.items() if k.field}
+"""dotted key -> Settings field."""
+_FIELD_KEYS = {f: dotted for dotted, f in _FIELDS.items()}
+_SECTIONS = sorted({k.section for k in _FIXED.values()} | set(TABLE_SECTIONS))
+_NESTED = {section: keys_of(section + ".*") for section in TABLE_SECTIONS}
 
-_ALIAS_NAMES = ("acceptEdits", "bypassPermissions")
-_USER_ONLY = frozenset({"sandbox.unprotect"})
-"""Keys read only from the user's own config file: a project file (which an agent might have written
-in an unprotected checkout) can never loosen the sandbox."""
-_HOOK_KEYS = {"matcher": "string", "command": "string", "timeout_s": "positive number",
-              "on_error": "one of 'allow', 'block'"}
 
-# dotted key -> (Settings field, expected type name)
-_KEYS: dict[str, tuple[str, str]] = {
-    "model.default": ("model_default", "string"),
-    "agents.max_threads": ("max_threads", "positive integer"),
-    "agents.max_depth": ("max_depth", "non-negative integer"),
-    "agents.briefing": ("briefing", "string"),
-    "agents.result_max_chars": ("result_max_chars", "positive integer"),
-    "store.url": ("store_url", "string"),
-    "store.on_restart": ("on_restart", "one of 'resume', 'mark_interrupted'"),
-    "cleanup.archive_after_minutes": ("archive_after_minutes", "non-negative number"),
-    "tools.bash_timeout_s": ("bash_timeout_s", "positive number"),
-    "limits.max_turns": ("child_max_turns", "non-negative integer"),
-    "limits.root_max_turns": ("root_max_turns", "non-negative integer"),
-    "permissions.mode": ("permission_mode", "one of " + ", ".join(f"'{m}'" for m in (*MODES, *_ALIAS_NAMES))),
-    "permissions.allow": ("allow", "list of strings"),
-    "permissions.ask": ("ask", "list of strings"),
-    "permissions.deny": ("deny", "list of strings"),
-    "permissions.approval_timeout_s": ("approval_timeout_s", "non-negative number"),
-    "sandbox.mode": ("sandbox_mode", "one of 'auto', 'bwrap', 'landlock', 'off'"),
-    "sandbox.network": ("sandbox_network", "boolean"),
-    "sandbox.protect": ("protect", "list of strings"),
-    "sandbox.unprotect": ("unprotect", "list of strings"),
-    "sandbox.deny_read": ("deny_read", "list of strings"),
-    "sandbox.env_passthrough": ("env_passthrough", "list of strings"),
-    "sandbox.allow_git": ("allow_git", "boolean"),
-    "sandbox.allow_hardlinks": ("allow_hardlinks", "boolean"),
-    "sandbox.allow_other_devices": ("allow_other_devices", "boolean"),
-}
-_FIELD_KEYS = {f: k for k, (f, _) in _KEYS.items()}
-_PROVIDER_KEYS = {key: spec.kind for key, spec in PROVIDER_KEYS.items()}  # one source, shared with the docs
-_PRICE_KEYS = {"input": "non-negative number", "output": "non-negative number",
-               "cache_read": "non-negative number", "cache_write": "non-negative number"}
-_SECTIONS = sorted({k.split(".")[0] for k in _KEYS} | {"providers", "pricing", "hooks"})
-
-#: environment variable -> dotted key
-ENV_VARS: dict[str, str] = {
-    "SUBAGENTS_MODEL": "model.default",
-    "SUBAGENTS_MAX_THREADS": "agents.max_threads",
-    "SUBAGENTS_MAX_DEPTH": "agents.max_depth",
-    "SUBAGENTS_STORE": "store.url",
-    "SUBAGENTS_PERMISSION_MODE": "permissions.mode",
-    "SUBAGENTS_SANDBOX": "sandbox.mode",
-    "ANTHROPIC_API_KEY": "providers.anthropic.api_key",
-    "OPENAI_API_KEY": "providers.openai.api_key",
-}
+def _d(dotted: str) -> Any:
+    """The default of a key, from the table."""
+    return _FIXED[dotted].default
 
 
 NO_MODEL_HELP = """\
@@ -132,41 +81,45 @@ def mask_secret(value: str) -> str:
 
 @dataclass(slots=True)
 class Settings:
-    """The effective settings; ``sources`` maps each dotted key to where its value came from."""
+    """The effective settings; ``sources`` maps each dotted key to where its value came from.
 
-    model_default: str | None = None          # [model] default           / SUBAGENTS_MODEL
-    max_threads: int = 4                      # [agents] max_threads      / SUBAGENTS_MAX_THREADS
-    max_depth: int = 2                        # [agents] max_depth        / SUBAGENTS_MAX_DEPTH
-    briefing: str = ""                        # [agents] briefing
-    result_max_chars: int = 20_000            # [agents] result_max_chars
-    store_url: str | None = None              # [store] url               / SUBAGENTS_STORE
-    on_restart: str = "resume"                # [store] on_restart: resume | mark_interrupted
-    archive_after_minutes: float = 60.0       # [cleanup] archive_after_minutes
-    bash_timeout_s: float = 120.0             # [tools] bash_timeout_s
+    Each field is one key of :data:`subagents.config_keys.KEYS` (its default comes from there), except
+    ``providers``, ``pricing`` and ``hooks`` (the tables of tables) and ``sources``.
+    """
+
+    model_default: str | None = _d("model.default")
+    max_threads: int = _d("agents.max_threads")
+    max_depth: int = _d("agents.max_depth")
+    briefing: str = _d("agents.briefing")
+    result_max_chars: int = _d("agents.result_max_chars")
+    store_url: str | None = _d("store.url")
+    on_restart: str = _d("store.on_restart")
+    archive_after_minutes: float = _d("cleanup.archive_after_minutes")
+    bash_timeout_s: float = _d("tools.bash_timeout_s")
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)   # [providers.anthropic] api_key = ...
     pricing: dict[str, dict[str, Any]] = field(default_factory=dict)     # [pricing."model"] input = ...
     sources: dict[str, str] = field(default_factory=dict)
-    child_max_turns: int = 50                 # [limits] max_turns (0: no limit)
-    root_max_turns: int = 200                 # [limits] root_max_turns (0: no limit)
-    permission_mode: str = "default"          # [permissions] mode        / SUBAGENTS_PERMISSION_MODE
-    allow: list[str] = field(default_factory=list)   # [permissions] allow = ["bash(git status*)", ...]
-    ask: list[str] = field(default_factory=list)     # [permissions] ask
-    deny: list[str] = field(default_factory=list)    # [permissions] deny
-    approval_timeout_s: float | None = None   # [permissions] approval_timeout_s (unset: no limit on a terminal)
-    sandbox_mode: str = "auto"                # [sandbox] mode: auto | bwrap | landlock | off / SUBAGENTS_SANDBOX
-    sandbox_network: bool = False             # [sandbox] network
-    protect: list[str] = field(default_factory=list)          # [sandbox] protect: more protected paths
-    unprotect: list[str] = field(default_factory=list)        # [sandbox] unprotect (user file only)
-    deny_read: list[str] = field(default_factory=list)        # [sandbox] deny_read: more hidden paths
-    env_passthrough: list[str] = field(default_factory=list)  # [sandbox] env_passthrough
-    allow_git: bool = False                   # [sandbox] allow_git: the shell may write .git (not hooks/config)
-    allow_hardlinks: bool = False             # [sandbox] allow_hardlinks: file tools write multi-link files
-    allow_other_devices: bool = False         # [sandbox] allow_other_devices: ... and files on other mounts
+    child_max_turns: int = _d("limits.max_turns")
+    root_max_turns: int = _d("limits.root_max_turns")
+    permission_mode: str = _d("permissions.mode")
+    allow: list[str] = field(default_factory=list)
+    ask: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+    approval_timeout_s: float | None = _d("permissions.approval_timeout_s")
+    sandbox_mode: str = _d("sandbox.mode")
+    sandbox_network: bool = _d("sandbox.network")
+    protect: list[str] = field(default_factory=list)
+    unprotect: list[str] = field(default_factory=list)
+    deny_read: list[str] = field(default_factory=list)
+    env_passthrough: list[str] = field(default_factory=list)
+    allow_git: bool = _d("sandbox.allow_git")
+    allow_hardlinks: bool = _d("sandbox.allow_hardlinks")
+    allow_other_devices: bool = _d("sandbox.allow_other_devices")
     hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # [[hooks.PreToolUse]] command = ...
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""
-        for key, (name, _) in _KEYS.items():
+        for key, name in _FIELDS.items():
             yield key, getattr(self, name), self.sources.get(key, "default")
         for prov in sorted(self.providers):
             for opt, v in sorted(self.providers[prov].items()):
@@ -191,6 +144,21 @@ class Settings:
         return f"Settings({shown})"
 
 
+def _check_table_matches_settings() -> None:
+    """Every plain key names a Settings field whose default is the key's (checked at import: no drift)."""
+    by_name = {f.name: f for f in fields(Settings)}
+    for dotted, k in _FIXED.items():
+        f = by_name.get(_FIELDS[dotted])
+        if f is None:
+            raise AssertionError(f"config_keys.KEYS: {dotted} names no Settings field {k.field!r}")
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        if default != k.default:
+            raise AssertionError(f"Settings.{f.name} defaults to {default!r}, config_keys.KEYS to {k.default!r}")
+
+
+_check_table_matches_settings()
+
+
 def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, str] | None = None,
                   overrides: Mapping[str, Any] | None = None) -> Settings:
     """Effective settings for a project directory.
@@ -201,7 +169,7 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
     """
     environ = os.environ if env is None else env
     s = Settings()
-    for key in _KEYS:
+    for key in _FIXED:
         s.sources[key] = "default"
     user_file = user_config_dir(environ) / "config.toml"
     for path in (user_file, Path(workdir).resolve() / ".subagents" / "config.toml"):
@@ -215,9 +183,9 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
         if value is None:
             continue
         key = _FIELD_KEYS.get(name, name)
-        if key not in _KEYS and not key.startswith(("providers.", "pricing.")):
-            raise ConfigError(f"unknown setting {name!r} passed as an argument; known settings: "
-                              f"{', '.join(sorted(_FIELD_KEYS))}")
+        if key not in _FIXED and not key.startswith(("providers.", "pricing.")):
+            raise ConfigError(f"unknown setting {name!r} passed as an argument{_hint(name, _FIELD_KEYS)}; "
+                              f"known settings: {', '.join(sorted(_FIELD_KEYS))}")
         _set(s, key, value, "argument", f"argument {name}")
     return s
 
@@ -243,18 +211,19 @@ def _apply_file(s: Settings, path: Path, *, user: bool = False) -> None:
         if section == "hooks":
             _apply_hooks(s, path, table)
             continue
-        known = [k.split(".", 1)[1] for k in _KEYS if k.startswith(section + ".")]
+        known = [k.split(".", 1)[1] for k in _FIXED if k.startswith(section + ".")]
         for key, value in table.items():
             if key not in known:
                 raise ConfigError(f"{path}: unknown key [{section}] {key}{_hint(key, known)}; "
                                   f"known keys of [{section}]: {', '.join(known)}")
-            if f"{section}.{key}" in _USER_ONLY and not user:
+            if _FIXED[f"{section}.{key}"].user_only and not user:
                 raise ConfigError(f"{path}: [{section}] {key} is read only from your user config file "
                                   f"({user_config_dir() / 'config.toml'}), never from a project's; move it there")
             _set(s, f"{section}.{key}", value, src, f"{path}: [{section}] {key}")
 
 
 def _apply_hooks(s: Settings, path: Path, table: dict[str, Any]) -> None:
+    known = _NESTED["hooks"]
     for event, hooks in table.items():
         if event not in HOOK_EVENTS:
             raise ConfigError(f"{path}: unknown hook event [[hooks.{event}]]{_hint(event, HOOK_EVENTS)}; "
@@ -265,14 +234,14 @@ def _apply_hooks(s: Settings, path: Path, table: dict[str, Any]) -> None:
         for h in hooks:
             where = f"{path}: [[hooks.{event}]]"
             for key, value in h.items():
-                if key not in _HOOK_KEYS:
-                    raise ConfigError(f"{where} unknown key {key}{_hint(key, _HOOK_KEYS)}; "
-                                      f"known keys: {', '.join(_HOOK_KEYS)}")
+                if key not in known:
+                    raise ConfigError(f"{where} unknown key {key}{_hint(key, known)}; "
+                                      f"known keys: {', '.join(known)}")
+                kind = known[key].kind
                 try:
-                    h[key] = _check(value, _HOOK_KEYS[key])
+                    h[key] = _check(value, kind)
                 except ValueError:
-                    raise ConfigError(f"{where} {key} must be {_article(_HOOK_KEYS[key])}{_HOOK_KEYS[key]}, "
-                                      f"got {_show(value)}") from None
+                    raise ConfigError(f"{where} {key} must be {_article(kind)}{kind}, got {_show(value)}") from None
             if not h.get("command", "").strip():
                 raise ConfigError(f"{where} needs a command (the program to run, e.g. command = \"./guard.sh\")")
             bucket = s.hooks.setdefault(event, [])
@@ -281,7 +250,8 @@ def _apply_hooks(s: Settings, path: Path, table: dict[str, Any]) -> None:
 
 
 def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any]) -> None:
-    known = _PROVIDER_KEYS if section == "providers" else _PRICE_KEYS
+    known = _NESTED[section]
+    required = [k for k, spec in known.items() if spec.required]
     for name, sub in table.items():
         if section == "providers" and name not in PROVIDERS:
             raise ConfigError(f"{path}: unknown provider [providers.{name}]{_hint(name, PROVIDERS)}; "
@@ -289,10 +259,9 @@ def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any]) 
         label = f"{section}.{_quote(name)}"
         if not isinstance(sub, dict):
             raise ConfigError(f"{path}: {label} must be a table ([{label}]), got {_show(sub)}")
-        if section == "pricing":
-            missing = [k for k in ("input", "output") if k not in sub]
-            if missing:
-                raise ConfigError(f"{path}: [{label}] needs {' and '.join(missing)} (USD per million tokens)")
+        missing = [k for k in required if k not in sub]
+        if missing:
+            raise ConfigError(f"{path}: [{label}] needs {' and '.join(missing)} (USD per million tokens)")
         for key, value in sub.items():
             if key not in known:
                 raise ConfigError(f"{path}: unknown key [{label}] {key}{_hint(key, list(known))}; "
@@ -302,14 +271,14 @@ def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any]) 
 
 # -- values ---------------------------------------------------------------------------------------
 def _expected(key: str) -> str:
-    if key in _KEYS:
-        return _KEYS[key][1]
+    if key in _FIXED:
+        return _FIXED[key].kind
     section, _, rest = key.partition(".")
     opt = rest.rsplit(".", 1)[-1]
-    table = _PROVIDER_KEYS if section == "providers" else _PRICE_KEYS
+    table = _NESTED["providers" if section == "providers" else "pricing"]
     if opt not in table:
-        raise ConfigError(f"unknown setting {key!r}; known {section} keys: {', '.join(table)}")
-    return table[opt]
+        raise ConfigError(f"unknown setting {key!r}{_hint(opt, table)}; known {section} keys: {', '.join(table)}")
+    return table[opt].kind
 
 
 def _from_env(key: str, raw: str) -> Any:
@@ -330,14 +299,16 @@ def _set(s: Settings, key: str, value: Any, source: str, where: str) -> None:
         value = _check(value, expected)
     except ValueError:
         raise ConfigError(f"{where} must be {_article(expected)}{expected}, got {_show(value)}") from None
-    if expected == "list of strings":
-        before = getattr(s, _KEYS[key][0])
+    spec = _FIXED.get(key)
+    if spec is not None and expected == "list of strings":
+        name = _FIELDS[key]
+        before = getattr(s, name)
         old = s.sources.get(key, "default")
-        setattr(s, _KEYS[key][0], [*before, *value])
+        setattr(s, name, [*before, *value])
         s.sources[key] = source if old == "default" or not before else f"{old}, {source}"
         return
-    if key in _KEYS:
-        setattr(s, _KEYS[key][0], value)
+    if spec is not None:
+        setattr(s, _FIELDS[key], value)
     else:
         section, _, rest = key.partition(".")
         name, _, opt = rest.rpartition(".")

@@ -55,3 +55,20 @@ def test_bad_environment_variable_exits_2(monkeypatch: pytest.MonkeyPatch, capsy
     assert capsys.readouterr().err == (
         'error: environment variable SUBAGENTS_MAX_DEPTH must be a non-negative integer, got "deep"\n'
     )
+
+
+def test_config_keys_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from subagents.config_keys import KEYS, markdown_table
+
+    assert main(["config", "keys", "--markdown"]) == 0
+    assert capsys.readouterr().out == markdown_table() + "\n"
+    assert main(["config", "keys", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [k["key"] for k in listed] == [k.dotted for k in KEYS]
+    assert listed[1] == {"key": "agents.max_threads", "type": "positive integer", "default": 4,
+                         "env": ["SUBAGENTS_MAX_THREADS"], "required": False, "user_only": False,
+                         "doc": "sub-agents running at once (root agents hold no slot)"}
+    assert main(["config", "keys"]) == 0
+    out = capsys.readouterr().out
+    assert "providers.*.api_key" in out
+    assert "$ANTHROPIC_API_KEY  $OPENAI_API_KEY" in out

@@ -1,4 +1,4 @@
-"""``subagents config show``: the effective settings and where each value came from."""
+"""``subagents config show``: the effective settings and where each value came from; ``config keys``: every key."""
 
 from __future__ import annotations
 
@@ -40,6 +40,29 @@ def show(as_json: bool) -> int:
     click.echo("")
     for name, p in files.items():
         click.echo(f"{name} file: {p} ({'found' if p.is_file() else 'not found'})")
+    return 0
+
+
+@config.command("keys")
+@click.option("--markdown", is_flag=True, help="Print the table of docs/configuration.md.")
+@click.option("--json", "as_json", is_flag=True, help="Print the keys as JSON.")
+def keys(markdown: bool, as_json: bool) -> int:
+    """List every setting: its type, default, environment variable and meaning."""
+    from ..config_keys import KEYS, markdown_table
+
+    if markdown:
+        click.echo(markdown_table())
+        return 0
+    if as_json:
+        click.echo(json.dumps([{"key": k.dotted, "type": k.kind, "default": k.default, "env": list(k.env_vars),
+                                "required": k.required, "user_only": k.user_only, "doc": k.doc} for k in KEYS],
+                              indent=2))
+        return 0
+    width = max(len(k.dotted) for k in KEYS)
+    for k in KEYS:
+        env = "".join(f"  ${v}" for v in k.env_vars)
+        click.echo(f"{k.dotted:<{width}}  {k.kind} = {k.shown_default}{env}")
+        click.echo(f"{'':<{width}}  {k.doc}")
     return 0
 
 
