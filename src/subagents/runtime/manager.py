@@ -15,9 +15,10 @@
 
 Everything here runs on the event loop thread, so the check-and-reserve of step 7 cannot race.
 The parts: :class:`.AgentFactory` (step 3-6), :class:`.SlotPool` (step 7), :class:`.AgentTree` (lookup),
-:class:`.Recorder` (store and events), the executor (where runs execute).  Recovery, retention and the
-sweeper use the public methods below (:meth:`AgentManager.assemble`, :meth:`~AgentManager.start`,
-:meth:`~AgentManager.finish`, :meth:`~AgentManager.close`).
+:class:`.Recorder` (store and events), :class:`.Announcements` (background results to parents), the
+executor (where runs execute).  Recovery, retention and the sweeper use the public methods below
+(:meth:`AgentManager.assemble`, :meth:`~AgentManager.start`, :meth:`~AgentManager.finish`,
+:meth:`~AgentManager.close`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..store.base import AnnouncementRecord, Store
 from ..tools.base import Tool, ToolContext
 from . import isolation as worktrees
 from . import waiting
+from .delivery import Announcements
 from .events import EventBus
 from .factory import AgentFactory, Grant, ManagerSettings, check_priced
 from .ids import new_agent_id
@@ -85,6 +87,7 @@ class AgentManager:
         self.tree = AgentTree(self.nicknames)
         self.nodes = self.tree.nodes
         self.recorder = Recorder(store, bus, self.nodes)
+        self.announcements = Announcements(self.nodes, self.recorder)
         self.slots = SlotPool(settings.max_threads, settings.max_depth, self.tree.slot_holders)
         self.todos: dict[str, list[dict[str, Any]]] = {}
         self.factory = AgentFactory(self.tools, max_depth=settings.max_depth, runtime_mode=settings.permission_mode,
@@ -281,28 +284,13 @@ class AgentManager:
             for w in waiters:
                 w(node)
         if ann is not None and parent is not None:
-            self._deliver(parent, ann)
+            self.announcements.deliver(parent, ann)
         if node.parent_id is None and self.retention is not None:
             self.retention.root_finished(node)
 
-    def _deliver(self, parent: AgentNode, ann: AnnouncementRecord) -> None:
-        """Inject at the parent's next tool boundary if it runs, else queue as a follow-up."""
-        if parent.status is Status.RUNNING:
-            parent.core.inbox.put(ann.text, key=f"ann:{ann.id}")
-        else:
-            parent.followups.append(ann)
-        self.recorder.emit(parent, "announcement", child_id=ann.child_id,
-                   mode="steer" if parent.status is Status.RUNNING else "followup")
-
     def withdraw_announcement(self, parent: AgentNode, child_id: str) -> None:
         """``wait`` handed the parent this child's result: its announcement is delivered by that."""
-        child = self.nodes.get(child_id)
-        if child is None:
-            return
-        ann_id = f"{child_id}:{child.runs}"
-        if parent.core.inbox.discard(f"ann:{ann_id}") or any(a.id == ann_id for a in parent.followups):
-            parent.followups = [a for a in parent.followups if a.id != ann_id]
-            self.recorder.ack(parent, ann_id)
+        self.announcements.withdraw(parent, child_id)
 
     # ------------------------------------------------------------------------------------------
     # steering
@@ -338,20 +326,11 @@ class AgentManager:
             node.closing = False
             reservation.commit()
         self.nicknames.hold(node.nickname)
-        prompt = self._with_followups(node, message)
+        prompt = self.announcements.with_followups(node, message)
         node.result = None
         node.status = Status.PENDING_INIT
         self.start(node, prompt)
         return node
-
-    def _with_followups(self, node: AgentNode, message: str) -> str:
-        if not node.followups:
-            return message
-        texts = [a.text for a in node.followups]
-        for a in node.followups:
-            self.recorder.ack(node, a.id)
-        node.followups = []
-        return "\n\n".join([*texts, message])
 
     async def close(self, ref: str) -> RunResult:
         """Cancel an agent and all its descendants; their processes die with their tasks."""

@@ -1,0 +1,58 @@
+"""``Announcements``: how a background child's result reaches its parent (seed 003's announce flow).
+
+When a background child ends, the manager records an announcement (with the child's final status,
+atomically) and hands it here:
+
+- the parent is running -> injected into its inbox, delivered at its next tool boundary ("steer");
+- otherwise -> kept as a follow-up, delivered first when the parent is resumed.
+
+An announcement counts as delivered when the message that carries it is recorded (the
+:class:`~.recorder.Recorder` acks it with that message), so a crash never loses or repeats one.
+``wait`` may hand the parent the child's result directly: the announcement is then withdrawn.
+"""
+
+from __future__ import annotations
+
+from ..store.base import AnnouncementRecord
+from .node import AgentNode
+from .recorder import Recorder
+from .status import Status
+
+__all__ = ["Announcements"]
+
+
+class Announcements:
+    __slots__ = ("nodes", "recorder")
+
+    def __init__(self, nodes: dict[str, AgentNode], recorder: Recorder) -> None:
+        self.nodes = nodes
+        self.recorder = recorder
+
+    def deliver(self, parent: AgentNode, ann: AnnouncementRecord) -> None:
+        """Inject at the parent's next tool boundary if it runs, else queue as a follow-up."""
+        running = parent.status is Status.RUNNING
+        if running:
+            parent.core.inbox.put(ann.text, key=f"ann:{ann.id}")
+        else:
+            parent.followups.append(ann)
+        self.recorder.emit(parent, "announcement", child_id=ann.child_id, mode="steer" if running else "followup")
+
+    def withdraw(self, parent: AgentNode, child_id: str) -> None:
+        """``wait`` handed the parent this child's result: its announcement is delivered by that."""
+        child = self.nodes.get(child_id)
+        if child is None:
+            return
+        ann_id = f"{child_id}:{child.runs}"
+        if parent.core.inbox.discard(f"ann:{ann_id}") or any(a.id == ann_id for a in parent.followups):
+            parent.followups = [a for a in parent.followups if a.id != ann_id]
+            self.recorder.ack(parent, ann_id)
+
+    def with_followups(self, node: AgentNode, message: str) -> str:
+        """``message`` preceded by the follow-ups queued for ``node`` (which count as delivered with it)."""
+        if not node.followups:
+            return message
+        texts = [a.text for a in node.followups]
+        for a in node.followups:
+            self.recorder.ack(node, a.id)
+        node.followups = []
+        return "\n\n".join([*texts, message])
