@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
+from subagents.exceptions import ConfigError
 from subagents.messages import Usage
 from subagents.models import FunctionModel
-from subagents.models.pricing import Prices, cost_of, estimate_cost, lookup_prices, set_price_overrides
-
-
-@pytest.fixture(autouse=True)
-def no_overrides() -> Iterator[None]:
-    set_price_overrides({})
-    yield
-    set_price_overrides({})
+from subagents.models.pricing import BUILTIN_PRICES, PRICES, Prices, PriceTable, cost_of, estimate_cost, lookup_prices
 
 
 @pytest.mark.parametrize(("name", "prices"), [
@@ -49,9 +41,34 @@ def test_cache_writes_cost_input_price_when_not_listed() -> None:
 
 
 def test_overrides_win_and_price_local_models() -> None:
-    set_price_overrides({"llama3.1": {"input": 0.0, "output": 0.0}, "gpt-4.1": {"input": 1, "output": 2}})
-    assert estimate_cost("openai:llama3.1@http://localhost:11434/v1", Usage(10, 10)) == 0.0
-    assert lookup_prices("gpt-4.1-2025-04-14") == Prices(1.0, 2.0)
+    table = PriceTable({"llama3.1": {"input": 0.0, "output": 0.0}, "gpt-4.1": {"input": 1, "output": 2}})
+    assert table.estimate("openai:llama3.1@http://localhost:11434/v1", Usage(10, 10)) == 0.0
+    assert table.lookup("gpt-4.1-2025-04-14") == Prices(1.0, 2.0)
+    assert table.lookup("claude-sonnet-4-6") == PRICES["claude-sonnet-4"]  # the built-in table below them
+
+
+def test_tables_are_independent_of_each_other_and_of_the_builtin_prices() -> None:
+    cheap = PriceTable({"gpt-4.1": {"input": 1, "output": 2}})
+    dear = PriceTable({"gpt-4.1": Prices(100.0, 200.0)})
+    m = FunctionModel(lambda r: "x", name="openai:gpt-4.1")
+    usage = Usage(1_000_000, 1_000_000)
+    assert (cheap.cost_of(m, usage), dear.cost_of(m, usage)) == (3.0, 300.0)
+    assert cost_of(m, usage) == BUILTIN_PRICES.cost_of(m, usage) == pytest.approx(10.0)
+    assert cost_of(m, usage, dear) == 300.0
+    assert estimate_cost("gpt-4.1", usage) == pytest.approx(10.0)  # no table leaked into the built-in one
+
+
+def test_lookups_are_cached_per_name() -> None:
+    table = PriceTable({"m": {"input": 1, "output": 1}})
+    assert table.lookup("openai:m-2@http://h/v1") == Prices(1.0, 1.0)
+    table.overrides.clear()  # the cache answers from now on: a table is built once and not edited
+    assert table.lookup("openai:m-2@http://h/v1") == Prices(1.0, 1.0)
+    assert table.lookup("unknown-model") is None
+
+
+def test_a_bad_python_price_table_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="pricing of 'm' needs numbers for input and output"):
+        PriceTable({"m": {"input": 1}})
 
 
 def test_model_prices_attribute_wins() -> None:

@@ -2,6 +2,8 @@
 
 Prices are USD per million tokens: input, output, cache read, cache write.  A model that is not
 in the table (and has no ``prices`` attribute of its own) costs ``None`` — unknown, not free.
+Configured prices (``[pricing."<model>"]``) live in a :class:`PriceTable` per runtime, never in
+module state.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..exceptions import ConfigError
 from ..messages import Usage
 
-__all__ = ["PRICES", "Prices", "cost_of", "estimate_cost", "lookup_prices", "set_price_overrides"]
+__all__ = ["BUILTIN_PRICES", "PRICES", "PriceTable", "Prices", "cost_of", "estimate_cost", "lookup_prices"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -68,22 +71,68 @@ PRICES: dict[str, Prices] = {
     "o4-mini": Prices(1.1, 4.4, 0.275, None),
 }
 
-_overrides: dict[str, Prices] = {}
+_NO_PRICE: Any = object()
 
 
-def set_price_overrides(table: Mapping[str, Mapping[str, Any]]) -> None:
-    """Install prices from configuration (``[pricing."model-name"] input = 3.0 ...``)."""
-    _overrides.clear()
-    for name, p in table.items():
-        _overrides[name] = Prices(float(p["input"]), float(p["output"]),
-                                  None if p.get("cache_read") is None else float(p["cache_read"]),
-                                  None if p.get("cache_write") is None else float(p["cache_write"]))
+class PriceTable:
+    """Prices by model name: a runtime's own ``[pricing."<model>"]`` tables over the built-in :data:`PRICES`.
+
+    Each :class:`~subagents.Runtime` builds one from its settings and hands it to the places that
+    compute cost, so two runtimes in one process keep their own prices.  A name matches exactly or by
+    its longest listed prefix (dated snapshots match their family); the configured table is searched
+    before the built-in one.  Lookups are cached per name.
+
+    >>> table = PriceTable({"llama3.1": {"input": 0.2, "output": 0.4}})
+    >>> table.estimate("openai:llama3.1@http://localhost:11434/v1", Usage(1_000_000, 0))
+    0.2
+    """
+
+    __slots__ = ("_cache", "overrides")
+
+    def __init__(self, overrides: Mapping[str, Prices | Mapping[str, Any]] | None = None) -> None:
+        self.overrides: dict[str, Prices] = {name: _prices(name, p) for name, p in (overrides or {}).items()}
+        self._cache: dict[str, Prices | None] = {}
+
+    def lookup(self, model_name: str) -> Prices | None:
+        """Prices for a model name (``provider:`` prefix and ``@base_url`` suffix ignored); ``None``: unknown."""
+        found = self._cache.get(model_name, _NO_PRICE)
+        if found is _NO_PRICE:
+            if len(self._cache) >= 1024:
+                self._cache.clear()
+            found = self._cache[model_name] = _lookup(model_name, (self.overrides, PRICES))
+        return found  # type: ignore[no-any-return]
+
+    def estimate(self, model_name: str, usage: Usage) -> float | None:
+        """Cost of ``usage`` on a model by name; ``None`` when its price is unknown (not free)."""
+        p = self.lookup(model_name)
+        return None if p is None else p.cost(usage)
+
+    def cost_of(self, model: Any, usage: Usage) -> float | None:
+        """Cost of ``usage`` on ``model``: its own ``prices`` attribute, else this table by its name."""
+        p = getattr(model, "prices", None)
+        if isinstance(p, Prices):
+            return p.cost(usage)
+        return self.estimate(str(getattr(model, "name", "")), usage)
+
+    def __repr__(self) -> str:
+        return f"PriceTable({len(self.overrides)} configured over {len(PRICES)} built-in)"
 
 
-def lookup_prices(model_name: str) -> Prices | None:
-    """Prices for a model name (``provider:`` prefix and ``@base_url`` suffix ignored)."""
+def _prices(name: str, p: Prices | Mapping[str, Any]) -> Prices:
+    if isinstance(p, Prices):
+        return p
+    try:
+        return Prices(float(p["input"]), float(p["output"]),
+                      None if p.get("cache_read") is None else float(p["cache_read"]),
+                      None if p.get("cache_write") is None else float(p["cache_write"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f'pricing of {name!r} needs numbers for input and output (USD per million tokens), '
+                          f"and optionally cache_read and cache_write; got {dict(p)!r} ({type(e).__name__})") from None
+
+
+def _lookup(model_name: str, tables: tuple[Mapping[str, Prices], ...]) -> Prices | None:
     name = model_name.split(":", 1)[-1].split("@", 1)[0]
-    for table in (_overrides, PRICES):
+    for table in tables:
         if name in table:
             return table[name]
         best = max((k for k in table if name.startswith(k)), key=len, default=None)
@@ -92,14 +141,29 @@ def lookup_prices(model_name: str) -> Prices | None:
     return None
 
 
+BUILTIN_PRICES = PriceTable()
+"""The built-in prices alone (what a model costs when no runtime configured its price)."""
+
+
+def lookup_prices(model_name: str) -> Prices | None:
+    """Prices for a model name in the built-in table (a runtime's own: ``PriceTable.lookup``)."""
+    return BUILTIN_PRICES.lookup(model_name)
+
+
 def estimate_cost(model_name: str, usage: Usage) -> float | None:
-    p = lookup_prices(model_name)
-    return None if p is None else p.cost(usage)
+    """Cost of ``usage`` on a model by name, at the built-in prices."""
+    return BUILTIN_PRICES.estimate(model_name, usage)
 
 
-def cost_of(model: Any, usage: Usage) -> float | None:
-    """Cost of ``usage`` on ``model``: its own ``prices`` attribute, else the table by name."""
-    p = getattr(model, "prices", None)
-    if isinstance(p, Prices):
-        return p.cost(usage)
-    return estimate_cost(str(getattr(model, "name", "")), usage)
+def cost_of(model: Any, usage: Usage, prices: PriceTable | None = None) -> float | None:
+    """Cost of ``usage`` on ``model``: its own ``prices`` attribute, else ``prices`` (default: built-in) by name."""
+    return (prices or BUILTIN_PRICES).cost_of(model, usage)
+
+
+def set_price_overrides(table: Mapping[str, Mapping[str, Any]]) -> None:
+    """Deprecated (process-wide): install ``[pricing]`` prices into :data:`BUILTIN_PRICES`.
+
+    Kept only until the runtime hands its own :class:`PriceTable` to the loop; do not use.
+    """
+    BUILTIN_PRICES.overrides = {name: _prices(name, p) for name, p in table.items()}
+    BUILTIN_PRICES._cache.clear()
