@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,19 @@ _EDIT_TOOLS = frozenset({"write_file", "edit_file"})
 _ids = itertools.count(1)
 
 
+def _weakly(fn: Callable[..., Any], gone: Any) -> Callable[..., Any]:
+    """``fn``, holding its object weakly when it is a bound method (``gone`` once the object is freed)."""
+    if not hasattr(fn, "__self__") or not hasattr(fn, "__func__"):
+        return fn
+    ref = weakref.WeakMethod(fn)
+
+    def call(*args: Any) -> Any:
+        m = ref()
+        return gone if m is None else m(*args)
+
+    return call
+
+
 class Authority:
     """What every guard of a runtime shares: rules, the approver, hooks, and the runtime's callbacks."""
 
@@ -55,8 +69,11 @@ class Authority:
         self.hooks = hooks
         self.emit: Emit = emit or (lambda info, kind, data: None)
         self.audit: Audit = audit or (lambda run_id, kind, data: None)
-        self.chain = chain or (lambda agent_id: ())
-        self.hold_clock = hold_clock or (lambda agent_id, hold: None)
+        # the runtime passes methods of its agent tree, which holds the agents whose guards hold this
+        # authority: held weakly, so a runtime is no reference cycle (tests/runtime/test_gc.py)
+        self.chain: Callable[[str], tuple[AgentInfo, ...]] = _weakly(chain, ()) if chain else (lambda agent_id: ())
+        self.hold_clock: Callable[[str, bool], None] = (_weakly(hold_clock, None) if hold_clock
+                                                        else (lambda agent_id, hold: None))
         self.interactive = interactive
 
     def guard(self, info: AgentInfo, mode: str, root_id: str) -> AgentGuard:

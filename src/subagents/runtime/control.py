@@ -7,6 +7,7 @@ model sees: compressed results, wait summaries, the agent list.  Refusals become
 from __future__ import annotations
 
 import json
+import weakref
 from typing import TYPE_CHECKING
 
 from ..exceptions import SpawnError, ToolError
@@ -25,10 +26,17 @@ WAIT_BUDGET = 45_000
 
 
 class ManagerControl:
+    """The sub-agent tools' way into the manager (one per manager, held by every agent's tool context).
+
+    It refers to its manager weakly: the manager holds it, and so does every agent the manager holds,
+    so a strong reference would make each runtime one reference cycle, freed only by a full garbage
+    collection (tests/runtime/test_gc.py).
+    """
+
     __slots__ = ("mgr",)
 
     def __init__(self, mgr: AgentManager) -> None:
-        self.mgr = mgr
+        self.mgr: AgentManager = weakref.proxy(mgr)
 
     def _caller(self, caller_id: str) -> AgentNode:
         node = self.mgr.nodes.get(caller_id)

@@ -18,7 +18,7 @@ __all__ = ["AgentTree"]
 class AgentTree:
     """The live (in-memory) agents of a runtime; ``nodes`` maps id -> node."""
 
-    __slots__ = ("nicknames", "nodes")
+    __slots__ = ("__weakref__", "nicknames", "nodes")  # weakly referable: see Authority (authority/guard.py)
 
     def __init__(self, nicknames: NicknamePool) -> None:
         self.nodes: dict[str, AgentNode] = {}
