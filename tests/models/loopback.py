@@ -2,7 +2,9 @@
 
 Tests queue scripted responses per endpoint (``POST /v1/messages``, ``POST /v1/chat/completions``),
 point the official SDK at :attr:`Loopback.url`, and read back every request body and its headers.
-Shapes follow the providers' API references:
+``Loopback(keep_alive=True)`` speaks HTTP/1.1 and keeps connections open between requests (every
+finished body has a ``content-length``); :attr:`Loopback.connections` counts the TCP connections
+accepted.  Shapes follow the providers' API references:
 
 * Anthropic — https://docs.anthropic.com/en/api/messages and /en/docs/build-with-claude/streaming
   (``message_start``, ``content_block_start``, ``content_block_delta`` with ``text_delta`` /
@@ -16,7 +18,9 @@ Shapes follow the providers' API references:
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -83,6 +87,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # the test output stays quiet
         return
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # frames go out as written
+        if self.server.loopback.keep_alive:
+            self.protocol_version = "HTTP/1.1"  # answers 1.1 requests keep the connection open
+        self.server.loopback.accepted(self.connection)
+
+    def finish(self) -> None:
+        super().finish()
+        self.server.loopback.hung_up(self.connection)
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
@@ -101,6 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         closing = self.server.loopback.closing
         if isinstance(response, Silent):
+            self.close_connection = True
             closing.wait()
             return
         self.send_response(200)
@@ -112,6 +128,11 @@ class _Handler(BaseHTTPRequestHandler):
             for event, payload in response.events]
         if isinstance(response, SSE) and response.short_body:
             self.send_header("content-length", str(sum(map(len, frames)) + 1000))
+        elif isinstance(response, SSE) and not response.hang:
+            self.send_header("content-length", str(sum(map(len, frames))))
+        else:  # no end of the body but the end of the connection
+            self.send_header("connection", "close")
+            self.close_connection = True
         self.end_headers()
         try:
             if isinstance(response, Drip):
@@ -136,7 +157,11 @@ class _Server(ThreadingHTTPServer):
 class Loopback:
     """The server: ``script(path, *responses)``, then read ``requests`` / ``bodies(path)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
+        self.connections = 0
+        """TCP connections accepted so far."""
+        self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self.closing = threading.Event()
         """Set by :meth:`close`: wakes the handlers of ``Silent``, ``Drip`` and hanging ``SSE`` responses."""
@@ -188,9 +213,27 @@ class Loopback:
         with self._lock:
             return sum(len(q) for q in self._queues.values())
 
+    def accepted(self, conn: socket.socket) -> None:
+        with self._lock:
+            self.connections += 1
+            self._open.add(conn)
+
+    def hung_up(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(conn)
+
+    def open_connections(self) -> int:
+        """Connections accepted and not yet ended by either side."""
+        with self._lock:
+            return len(self._open)
+
     def close(self) -> None:
         self.closing.set()
         self._server.shutdown()
+        with self._lock:  # wake handlers waiting on an idle kept-alive connection
+            for conn in self._open:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
         self._server.server_close()
         self._thread.join()
 

@@ -4,8 +4,10 @@ Two halves, kept apart:
 
 * **How to reach it** — :class:`AnthropicConnection`: API key (``api_key`` setting, else
   ``ANTHROPIC_API_KEY``), base URL (``base_url`` setting, else the SDK's default or
-  ``ANTHROPIC_BASE_URL``), connect and read timeouts, or a ready ``client``.  It opens an
-  ``AsyncAnthropic`` client with the SDK's retries off (``max_retries=0``): :mod:`._retry` counts retries.
+  ``ANTHROPIC_BASE_URL``), connect and read timeouts, or a ready ``client``.  Its ``AsyncAnthropic``
+  client (the SDK's retries off, ``max_retries=0``: :mod:`._retry` counts retries) comes from a
+  :class:`~.clients.ClientPool`, shared with every model of the runtime that reaches the same server
+  with the same key: one connection pool, kept-alive connections reused from call to call.
 * **How to talk to it** — :class:`AnthropicModel`: map our messages out (:func:`to_anthropic`),
   call ``messages.stream`` (or ``messages.create``), map the message back (:func:`from_anthropic`).
   Every attempt has a total deadline and a stream a stall timer (:mod:`._timeouts`); a stream that
@@ -42,6 +44,7 @@ from ._retry import (
 from ._retry import status_error as _status_error
 from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
 from .base import ModelRequest, ModelResponse, ToolCall, ToolSpec
+from .clients import SHARED, ClientPool
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -86,21 +89,24 @@ class AnthropicConnection:
     """API key, base URL and timeouts — or a ready client (which the caller then owns and closes).
 
     A ready client keeps its own connect and read timeouts; the stall timer and the total deadline
-    (:class:`AnthropicModel`) apply to it all the same.
+    (:class:`AnthropicModel`) apply to it all the same.  Without one, the client comes from ``pool``
+    (:data:`~.clients.SHARED` if ``None``).
     """
 
     api_key: str | None = None
     base_url: str | None = None
     timeouts: Timeouts = field(default_factory=Timeouts)
     client: AsyncAnthropic | None = None
+    pool: ClientPool | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> AnthropicConnection:
+    def from_settings(cls, settings: Mapping[str, Any], pool: ClientPool | None = None) -> AnthropicConnection:
         return cls(
             api_key=setting(settings, "api_key", str, "") or os.environ.get("ANTHROPIC_API_KEY") or None,
             base_url=setting(settings, "base_url", str, "") or None,
             timeouts=Timeouts.from_settings(settings),
             client=settings.get("client"),
+            pool=pool,
         )
 
     @property
@@ -108,8 +114,16 @@ class AnthropicConnection:
         """The server's address, for messages."""
         return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
+    async def acquire(self) -> AsyncAnthropic:
+        """The client to call with: the ready ``client``, else the pool's for this server, key and loop."""
+        if self.client is not None:
+            return self.client
+        token = None if self.api_key is not None else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        key = ("anthropic", self.where, self.api_key, token, self.timeouts)
+        return await (self.pool or SHARED).get(key, self.open)
+
     def open(self) -> AsyncAnthropic:
-        """A new ``AsyncAnthropic`` client with the SDK's own retries off."""
+        """A new ``AsyncAnthropic`` client with the SDK's own retries off (its owner closes it)."""
         if self.api_key is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             raise ModelError(
                 f"No Anthropic API key is configured; {KEY_HINT} (or ANTHROPIC_AUTH_TOKEN).",
@@ -273,17 +287,13 @@ class AnthropicModel:
     async def _attempt(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         import anthropic
 
-        owned = self.connection.client is None
-        client = self.connection.client or self.connection.open()
+        client = await self.connection.acquire()
         try:
             message = await within(lambda: self._call(client, params, request), self.timeouts, self._timed_out)
         except Exception as e:
             if isinstance(e, anthropic.AnthropicError) or transport_error_name(e) is not None:
                 raise _to_model_error(e, self.model, self.connection) from e
             raise
-        finally:
-            if owned:
-                await client.close()
         return from_anthropic(message, max_output_tokens=self.max_output_tokens)
 
     async def _call(self, client: AsyncAnthropic, params: dict[str, Any], request: ModelRequest) -> Any:
@@ -308,11 +318,11 @@ class AnthropicModel:
         return f"AnthropicModel({self.model!r}, stream={self.stream})"
 
 
-def from_spec(spec: ModelSpec, settings: dict[str, Any]) -> AnthropicModel:
-    """Build the model for ``anthropic:<model>`` from provider settings (see the module docstring)."""
+def from_spec(spec: ModelSpec, settings: dict[str, Any], clients: ClientPool | None = None) -> AnthropicModel:
+    """Build the model for ``anthropic:<model>`` from provider settings; its client comes from ``clients``."""
     return AnthropicModel(
         spec.model,
-        AnthropicConnection.from_settings(settings),
+        AnthropicConnection.from_settings(settings, clients),
         max_output_tokens=setting(settings, "max_output_tokens", int, MAX_OUTPUT_TOKENS),
         stream=setting(settings, "stream", bool, STREAM),
         retry=RetryPolicy.from_settings(settings),

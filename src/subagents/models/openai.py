@@ -5,7 +5,9 @@ Two halves, kept apart:
 * **How to reach it** — :class:`OpenAIConnection`: API key (``api_key`` setting, else
   ``OPENAI_API_KEY``; a compatible server given by ``openai:<model>@<base_url>`` needs none and gets
   the placeholder ``"not-needed"``), base URL, connect and read timeouts, or a ready ``client``.  The
-  SDK's retries are off (``max_retries=0``): :mod:`._retry` counts retries.
+  SDK's retries are off (``max_retries=0``): :mod:`._retry` counts retries.  The ``AsyncOpenAI``
+  client comes from a :class:`~.clients.ClientPool`, shared with every model of the runtime that
+  reaches the same server with the same key: one connection pool, kept-alive connections reused.
 * **How to talk to it** — :class:`OpenAIModel`: map our messages out (:func:`to_openai`), call
   ``chat.completions.create`` (streaming by default, with ``stream_options.include_usage``), map the
   answer back (:func:`from_openai` / :class:`StreamAssembler`, in :mod:`._openai_answer`).  Every
@@ -44,6 +46,7 @@ from ._retry import (
 from ._retry import status_error as _status_error
 from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
 from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolSpec
+from .clients import SHARED, ClientPool
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -65,7 +68,8 @@ class OpenAIConnection:
     """API key, base URL and timeouts — or a ready client (which the caller then owns and closes).
 
     A ready client keeps its own connect and read timeouts; the stall timer and the total deadline
-    (:class:`OpenAIModel`) apply to it all the same.
+    (:class:`OpenAIModel`) apply to it all the same.  Without one, the client comes from ``pool``
+    (:data:`~.clients.SHARED` if ``None``).
     """
 
     api_key: str | None = None
@@ -75,9 +79,11 @@ class OpenAIConnection:
     compatible: bool = False
     """A compatible server named by ``openai:<model>@<base_url>`` (a ``base_url`` setting alone is taken
     as the OpenAI API behind another address, e.g. a proxy)."""
+    pool: ClientPool | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], base_url: str | None = None) -> OpenAIConnection:
+    def from_settings(cls, settings: Mapping[str, Any], base_url: str | None = None,
+                      pool: ClientPool | None = None) -> OpenAIConnection:
         base = base_url or setting(settings, "base_url", str, "") or None
         key = setting(settings, "api_key", str, "") or os.environ.get("OPENAI_API_KEY") or None
         if key is None and base_url is not None:
@@ -88,6 +94,7 @@ class OpenAIConnection:
             timeouts=Timeouts.from_settings(settings),
             client=settings.get("client"),
             compatible=base_url is not None,
+            pool=pool,
         )
 
     @property
@@ -100,8 +107,17 @@ class OpenAIConnection:
         """``OpenAI API at <url>`` or ``OpenAI-compatible server at <url>``, for messages."""
         return f"OpenAI-compatible server at {self.where}" if self.compatible else f"{PROVIDER} at {self.where}"
 
+    async def acquire(self) -> AsyncOpenAI:
+        """The client to call with: the ready ``client``, else the pool's for this server, key and loop."""
+        if self.client is not None:
+            return self.client
+        env = os.environ
+        key = ("openai", self.where, self.api_key, env.get("OPENAI_ORG_ID"), env.get("OPENAI_PROJECT_ID"),
+               self.timeouts)
+        return await (self.pool or SHARED).get(key, self.open)
+
     def open(self) -> AsyncOpenAI:
-        """A new ``AsyncOpenAI`` client with the SDK's own retries off."""
+        """A new ``AsyncOpenAI`` client with the SDK's own retries off (its owner closes it)."""
         if self.api_key is None:
             raise ModelError(
                 f"No OpenAI API key is configured; {KEY_HINT}, or name a compatible server that needs no key "
@@ -249,15 +265,11 @@ class OpenAIModel:
     async def _attempt(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         import openai
 
-        owned = self.connection.client is None
-        client = self.connection.client or self.connection.open()
+        client = await self.connection.acquire()
         try:
             return await within(lambda: self._call(client, params, request), self.timeouts, self._timed_out)
         except openai.OpenAIError as e:
             raise _to_model_error(e, self.model, self.connection) from e
-        finally:
-            if owned:
-                await client.close()
 
     async def _call(self, client: AsyncOpenAI, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         if not self.stream:
@@ -278,11 +290,11 @@ class OpenAIModel:
         return f"OpenAIModel({self.model!r}, base_url={self.connection.base_url!r}, stream={self.stream})"
 
 
-def from_spec(spec: ModelSpec, settings: dict[str, Any]) -> OpenAIModel:
-    """Build the model for ``openai:<model>[@<base_url>]`` from provider settings."""
+def from_spec(spec: ModelSpec, settings: dict[str, Any], clients: ClientPool | None = None) -> OpenAIModel:
+    """Build the model for ``openai:<model>[@<base_url>]`` from provider settings; its client comes from ``clients``."""
     return OpenAIModel(
         spec.model,
-        OpenAIConnection.from_settings(settings, spec.base_url),
+        OpenAIConnection.from_settings(settings, spec.base_url, clients),
         max_output_tokens=setting(settings, "max_output_tokens", int, MAX_OUTPUT_TOKENS),
         stream=setting(settings, "stream", bool, STREAM),
         retry=RetryPolicy.from_settings(settings),

@@ -15,10 +15,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
 from .base import Model
+
+if TYPE_CHECKING:
+    from .clients import ClientPool
 
 __all__ = ["ACCEPTED_FORMS", "ModelSpec", "parse_model_string", "resolve_model"]
 
@@ -59,10 +62,13 @@ def parse_model_string(spec: str) -> ModelSpec:
     return ModelSpec(provider, model, base_url or None)
 
 
-def resolve_model(spec: Model | str, settings: Mapping[str, Any] | None = None) -> Model:
+def resolve_model(spec: Model | str, settings: Mapping[str, Any] | None = None, *,
+                  clients: ClientPool | None = None) -> Model:
     """Return a :class:`Model` for a model object or a ``provider:model`` string.
 
     ``settings`` carries provider options from the configuration (API keys, retries, prices).
+    ``clients`` is the pool the model takes its SDK client from (a runtime passes its own and closes it);
+    without it, :data:`~subagents.models.clients.SHARED`.  A model object is returned as it is.
     """
     if not isinstance(spec, str):
         if not hasattr(spec, "request"):
@@ -73,5 +79,5 @@ def resolve_model(spec: Model | str, settings: Mapping[str, Any] | None = None) 
     parsed = parse_model_string(spec)
     module = importlib.import_module(f".{_PROVIDERS[parsed.provider]}", __package__)
     factory = module.from_spec
-    model: Model = factory(parsed, dict(settings or {}))
+    model: Model = factory(parsed, dict(settings or {}), clients)
     return model
