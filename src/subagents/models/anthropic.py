@@ -120,7 +120,7 @@ class AnthropicConnection:
             return self.client
         token = None if self.api_key is not None else os.environ.get("ANTHROPIC_AUTH_TOKEN")
         key = ("anthropic", self.where, self.api_key, token, self.timeouts)
-        return await (self.pool or SHARED).get(key, self.open)
+        return await (SHARED if self.pool is None else self.pool).get(key, self.open)
 
     def open(self) -> AsyncAnthropic:
         """A new ``AsyncAnthropic`` client with the SDK's own retries off (its owner closes it)."""

@@ -114,7 +114,7 @@ class OpenAIConnection:
         env = os.environ
         key = ("openai", self.where, self.api_key, env.get("OPENAI_ORG_ID"), env.get("OPENAI_PROJECT_ID"),
                self.timeouts)
-        return await (self.pool or SHARED).get(key, self.open)
+        return await (SHARED if self.pool is None else self.pool).get(key, self.open)
 
     def open(self) -> AsyncOpenAI:
         """A new ``AsyncOpenAI`` client with the SDK's own retries off (its owner closes it)."""
