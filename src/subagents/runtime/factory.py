@@ -57,7 +57,8 @@ class ManagerSettings:
 
 @dataclass(slots=True)
 class Grant:
-    """What a new agent may do: its permission mode, its (own instance of the) fenced registry, and notes."""
+    """What a new agent may do: its permission mode, its fenced registry (shared by the agents with the same
+    fence: a registry is immutable once built), and notes."""
 
     mode: str
     registry: ToolRegistry
@@ -81,7 +82,7 @@ class AgentFactory:
         self.runtime_mode = runtime_mode
         self.workdir = workdir
         self.spawn_tools = frozenset(t.name for t in self.tools if t.category is ToolCategory.AGENT)
-        self._registries: dict[tuple[str, bool, int], tuple[ToolRegistry, list[str], object]] = {}
+        self._registries: dict[tuple[str, bool, int], tuple[ToolRegistry, tuple[str, ...], object]] = {}
         self._prompts: dict[tuple[object, ...], str] = {}
 
     def model_for(self, d: AgentDefinition, parent_model: Model | None, override: Model | str | None) -> Model:
@@ -119,28 +120,28 @@ class AgentFactory:
                     f"agent type {d.name!r} can edit files ({', '.join(editing)}), and an agent in permission "
                     "mode 'plan' may spawn only read-only agent types (such as explore or plan); pick one of "
                     "those, or do the reading yourself")
-        return Grant(mode, registry.clone(), ([note] if note else []) + notes)
+        return Grant(mode, registry, [note, *notes] if note else list(notes))
 
     def _registry(self, d: AgentDefinition, parent: ToolRegistry | None, at_max_depth: bool
-                  ) -> tuple[ToolRegistry, list[str]]:
+                  ) -> tuple[ToolRegistry, tuple[str, ...]]:
         key = (d.name, at_max_depth, id(parent.allowed) if parent is not None else 0)
         hit = self._registries.get(key)
         if hit is not None:
-            return hit[0], list(hit[1])
+            return hit[0], hit[1]
         deny = set(d.disallowed_tools) | (self.spawn_tools if at_max_depth else set())
         if parent is None:
             template = ToolRegistry(self.tools, allow=d.tools, deny=deny, agent_type=d.name)
-            notes: list[str] = []
+            notes: tuple[str, ...] = ()
         else:
             universe = {t.name for t in self.tools}
             base = [n for n in (d.tools if d.tools is not None else parent.allowed) if n in parent.allowed]
             template = ToolRegistry(self.tools, allow=base, deny=deny, agent_type=d.name)
             missing = [n for n in (d.tools or ()) if n in universe and n not in parent.allowed and n not in deny]
-            notes = [f"tools its definition lists but its parent does not have were left out: {', '.join(missing)}"
-                     ] if missing else []
+            notes = (f"tools its definition lists but its parent does not have were left out: {', '.join(missing)}",
+                     ) if missing else ()
         # keep the parent's fence alive with the entry, so its id() cannot be reused for another fence
         self._registries[key] = (template, notes, parent.allowed if parent is not None else None)
-        return template, list(notes)
+        return template, notes
 
     def system_prompt(self, base: str, d: AgentDefinition, *, is_child: bool, mode: str, briefing: str,
                       notes: tuple[str, ...], workdir: str | None = None) -> str:

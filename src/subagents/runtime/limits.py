@@ -115,6 +115,8 @@ class Budget:
         if rem is not None:
             rem = max(rem, 0.001)
             timeout = rem if timeout is None else min(timeout, rem)
+        if tokens == wanted.max_tokens and cost == wanted.max_cost_usd and timeout == wanted.timeout_s:
+            return wanted  # nothing to cap (the common case): no new Limits to build and validate
         return Limits(wanted.max_turns, tokens, timeout, cost)
 
 

@@ -269,7 +269,7 @@ class AgentManager:
         """Record ``node``'s end, wake its waiters, announce a background child's result to its parent."""
         if node.status.is_final():
             return
-        node.result = result
+        node.result, node.task = result, None  # the finished task (and its coroutine) is not kept
         node.status = result.status
         self.slots.release(node)
         parent = self.nodes.get(node.parent_id) if node.parent_id else None

@@ -53,26 +53,12 @@ class Recorder:
                   model=node.model_name)
 
     def message_sink(self, node: AgentNode) -> Callable[[Message], None]:
-        store, msgs, run_id, acks = self.store, node.core.messages, node.id, self._acks
-
-        def sink(m: Message) -> None:
-            delivered = acks.pop(run_id, None)
-            if delivered is None:
-                store.append_messages(run_id, len(msgs) - 1, [m])
-            else:  # the announcements this message hands over are marked delivered with it, atomically
-                store.append_messages(run_id, len(msgs) - 1, [m], delivered, time.time())
-
-        return sink
+        """What ``node``'s loop calls with each message it appends: the message goes to the store."""
+        return _MessageSink(self.store, node.core.messages, node.id, self._acks)
 
     def delivered_sink(self, node: AgentNode) -> Callable[[list[str]], None]:
-        acks, run_id = self._acks, node.id  # not the node: no reference cycle node -> inbox -> sink -> node
-
-        def delivered(keys: list[str]) -> None:
-            for k in keys:
-                if k.startswith("ann:"):
-                    acks.setdefault(run_id, []).append(k[4:])
-
-        return delivered
+        """What ``node``'s inbox calls with the keys it delivered: announcements are acknowledged."""
+        return _DeliveredSink(self._acks, node.id)  # not the node: no cycle node -> inbox -> sink -> node
 
     def ack(self, node: AgentNode, ann_id: str) -> None:
         """``ann_id`` reached ``node``: mark it delivered together with the next message ``node`` records."""
@@ -115,6 +101,34 @@ class Recorder:
         if self.bus.active:
             i = node.info
             self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, nickname=i.nickname))
+
+
+class _MessageSink:
+    # one small object per agent (a closure would be a function, a tuple and four cells, all kept while
+    # the agent is)
+    __slots__ = ("acks", "msgs", "run_id", "store")
+
+    def __init__(self, store: Store, msgs: list[Message], run_id: str, acks: dict[str, list[str]]) -> None:
+        self.store, self.msgs, self.run_id, self.acks = store, msgs, run_id, acks
+
+    def __call__(self, m: Message) -> None:
+        delivered = self.acks.pop(self.run_id, None) if self.acks else None
+        if delivered is None:
+            self.store.append_messages(self.run_id, len(self.msgs) - 1, (m,))
+        else:  # the announcements this message hands over are marked delivered with it, atomically
+            self.store.append_messages(self.run_id, len(self.msgs) - 1, (m,), delivered, time.time())
+
+
+class _DeliveredSink:
+    __slots__ = ("acks", "run_id")
+
+    def __init__(self, acks: dict[str, list[str]], run_id: str) -> None:
+        self.acks, self.run_id = acks, run_id
+
+    def __call__(self, keys: list[str]) -> None:
+        for k in keys:
+            if k.startswith("ann:"):
+                self.acks.setdefault(self.run_id, []).append(k[4:])
 
 
 def final_fields(r: RunResult) -> dict[str, Any]:

@@ -7,8 +7,7 @@ agents take no slot.  Everything runs on the event loop thread, so the check-and
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from ..exceptions import SpawnError
 from .node import AgentNode
@@ -17,16 +16,25 @@ __all__ = ["Reservation", "SlotPool"]
 
 
 class Reservation:
-    """A slot held for a spawn in progress; ``commit()`` once the child exists, else it is released."""
+    """A slot held for a spawn in progress (a context manager): ``commit()`` once the child exists, else the
+    slot returns to the pool when the ``with`` block ends."""
 
-    __slots__ = ("committed", "held")
+    __slots__ = ("committed", "held", "pool")
 
-    def __init__(self, *, held: bool) -> None:
+    def __init__(self, pool: SlotPool, *, held: bool) -> None:
+        self.pool = pool
         self.held = held
         self.committed = False
 
     def commit(self) -> None:
         self.committed = True
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.held and not self.committed:
+            self.pool.running -= 1
 
 
 class SlotPool:
@@ -40,15 +48,15 @@ class SlotPool:
         self.running = 0
         self.holders = holders  # the live agents holding a slot, to name them in a refusal
 
-    @contextlib.contextmanager
-    def reserve(self, depth: int, parent: AgentNode | None) -> Iterator[Reservation]:
-        """Reserve a slot for an agent at ``depth`` (none for a root); :class:`SpawnError` when refused."""
+    def reserve(self, depth: int, parent: AgentNode | None) -> Reservation:
+        """Reserve a slot for an agent at ``depth`` (none for a root), as a context manager (``with``);
+        :class:`SpawnError` when refused."""
         if depth > self.max_depth:
             who = f"agent {parent.nickname!r} at depth {parent.depth}" if parent else "this agent"
             raise SpawnError(
                 f"max_depth={self.max_depth} reached: {who} cannot spawn a sub-agent (it would be at depth "
                 f"{depth}); do the work directly, or raise [agents] max_depth / Runtime(max_depth=...)")
-        r = Reservation(held=depth > 0)
+        r = Reservation(self, held=depth > 0)
         if r.held:
             if self.running >= self.max_threads:
                 names = ", ".join(n.describe() for n in list(self.holders())[:8])
@@ -57,11 +65,7 @@ class SlotPool:
                     f"({names}); wait for one to finish (wait) or close one (close_agent), "
                     "or raise [agents] max_threads / Runtime(max_threads=...)")
             self.running += 1
-        try:
-            yield r
-        finally:
-            if r.held and not r.committed:
-                self.running -= 1
+        return r
 
     def take(self, node: AgentNode) -> None:
         """A restored, unfinished sub-agent holds a slot again."""
