@@ -157,7 +157,8 @@ _PRICING: tuple[Key, ...] = (
 )
 
 _HOOKS: tuple[Key, ...] = (
-    Key("hooks.*", "matcher", "string", None, "the tool names (or agent types) it applies to: a regex matching the whole name; unset: all"),
+    Key("hooks.*", "matcher", "string", None,
+        "the tool names (or agent types) it applies to: a regex matching the whole name; unset: all"),
     Key("hooks.*", "command", "string", None, "the program to run (Claude Code's hook protocol)", required=True),
     Key("hooks.*", "timeout_s", "positive number", 30.0, "seconds the command may take"),
     Key("hooks.*", "on_error", _one_of("allow", "block"), "allow",

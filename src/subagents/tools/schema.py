@@ -1,8 +1,8 @@
-"""JSON schemas for tools: derive them from type hints, validate model arguments against them.
+"""JSON schemas for tools: derive them from type hints; validate model arguments against them.
 
-Only the subset of JSON Schema that tool definitions use is supported (type, properties, required,
-additionalProperties, items, enum, anyOf, minimum/maximum, default, description).  The validator
-is a few dozen lines on purpose: it runs on every tool call and must cost microseconds.
+Validation lives in :mod:`subagents.tools.validation` (re-exported here): each schema is checked and
+compiled once, a bad one is a :class:`~subagents.exceptions.DefinitionError` naming the tool
+(:func:`check_schema`), and bad arguments are a sentence for the model (:func:`validate`).
 
 Numbers from a model are checked even where the schema says nothing about them: they must be
 finite (Python's ``json`` reads ``NaN`` and ``Infinity``) and within ``±2**53`` (:data:`MAX_MAGNITUDE`,
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import enum
 import inspect
-import math
 import re
 import types
 import typing
@@ -29,12 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-__all__ = ["MAX_MAGNITUDE", "Range", "parse_docstring", "schema_for_function", "schema_for_type", "show_number",
-           "validate"]
+from .validation import MAX_MAGNITUDE, check_schema, show_number, validate
 
-MAX_MAGNITUDE = 2**53
-"""No number a model passes may be larger than this in magnitude (nor NaN or infinite)."""
-
+__all__ = ["MAX_MAGNITUDE", "Range", "check_schema", "parse_docstring", "schema_for_function", "schema_for_type",
+           "show_number", "validate"]
 
 @dataclass(frozen=True, slots=True)
 class Range:
@@ -166,101 +163,3 @@ def schema_for_function(fn: Callable[..., Any], *, skip: Sequence[str] = ()) -> 
     if required:
         schema["required"] = required
     return desc, schema
-
-
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-    "null": lambda v: v is None,
-}
-
-
-def validate(value: Any, schema: Mapping[str, Any], path: str = "arguments") -> str | None:  # noqa: C901
-    """Return the first error in ``value`` against ``schema`` as a sentence, or ``None``."""
-    t = schema.get("type")
-    if t is not None:
-        ok = any(_TYPES[x](value) for x in t) if isinstance(t, list) else _TYPES[t](value)
-        if not ok:
-            return f"{path} must be {t if isinstance(t, str) else ' or '.join(t)}, got {_kind(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{path} must be one of {', '.join(repr(e) for e in schema['enum'])}, got {value!r}"
-    if "anyOf" in schema:
-        errs = [validate(value, s, path) for s in schema["anyOf"]]
-        if all(errs):
-            return errs[0]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _check_number(value, schema, path)
-    if isinstance(value, dict):
-        props: Mapping[str, Any] = schema.get("properties", {})
-        for key in schema.get("required", ()):
-            if key not in value:
-                return f"{path} is missing the required property {key!r}"
-        extra = schema.get("additionalProperties", True)
-        for key, v in value.items():
-            if key in props:
-                err = validate(v, props[key], f"{path}.{key}")
-            elif extra is False:
-                allowed = ", ".join(props) or "none"
-                return f"{path} has an unexpected property {key!r} (allowed: {allowed})"
-            elif isinstance(extra, dict):
-                err = validate(v, extra, f"{path}.{key}")
-            else:
-                err = _scan(v, f"{path}.{key}")
-            if err:
-                return err
-    elif isinstance(value, list):
-        items = schema.get("items")
-        for i, v in enumerate(value):
-            err = validate(v, items, f"{path}[{i}]") if items is not None else _scan(v, f"{path}[{i}]")
-            if err:
-                return err
-    return None
-
-
-def _check_number(value: int | float, schema: Mapping[str, Any], path: str) -> str | None:
-    """A number must be finite and within the schema's bounds and :data:`MAX_MAGNITUDE`."""
-    lo, hi = schema.get("minimum", -MAX_MAGNITUDE), schema.get("maximum", MAX_MAGNITUDE)
-    lo, hi = max(lo, -MAX_MAGNITUDE), min(hi, MAX_MAGNITUDE)
-    finite = not isinstance(value, float) or math.isfinite(value)
-    if finite and lo <= value <= hi:
-        return None
-    t = schema.get("type")
-    kind = "an integer" if t == "integer" or (isinstance(t, list) and "integer" in t and "number" not in t) else (
-        "a number" if finite else "a finite number")
-    return f"{path} must be {kind} from {show_number(lo)} to {show_number(hi)}, got {show_number(value)}"
-
-
-def _scan(value: Any, path: str) -> str | None:
-    """The first number in a value the schema does not describe that :func:`_check_number` refuses."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _check_number(value, {}, path)
-    if isinstance(value, dict):
-        return next((e for k, v in value.items() if (e := _scan(v, f"{path}.{k}"))), None)
-    if isinstance(value, list):
-        return next((e for i, v in enumerate(value) if (e := _scan(v, f"{path}[{i}]"))), None)
-    return None
-
-
-def show_number(x: int | float) -> str:
-    """A number for a message: JSON's spelling of NaN and infinities, and no 400-digit integers."""
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "NaN"
-        if math.isinf(x):
-            return "Infinity" if x > 0 else "-Infinity"
-        return f"{x:g}" if x != int(x) or abs(x) >= 1e16 else str(int(x))
-    if x.bit_length() > 13_000:  # str() refuses beyond 4,300 digits
-        return "an integer of more than 4,000 digits"
-    text = str(abs(x))
-    return str(x) if len(text) <= 40 else f"an integer of {len(text)} digits"
-
-
-def _kind(v: Any) -> str:
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _TYPES[name](v):
-            return name
-    return type(v).__name__
