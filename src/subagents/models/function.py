@@ -58,6 +58,8 @@ class FunctionModel:
             out = self.fn(request)
         else:
             out = await call_in_thread(self.fn, _deltas_to_loop(request))
+        if type(out) is ModelResponse:  # the common case: nothing to await or convert
+            return out
         if self._async or inspect.isawaitable(out):
             out = await cast(Awaitable[ModelResponse | str], out)
         if isinstance(out, str):

@@ -68,8 +68,8 @@ class Grant:
 class AgentFactory:
     """Computes fences (cached per type, depth class and parent fence) and layered system prompts."""
 
-    __slots__ = ("_models", "_prompts", "_registries", "_resolve", "max_depth", "model", "overrides", "runtime_mode",
-                 "spawn_tools", "tools", "workdir")
+    __slots__ = ("_limits", "_models", "_prompts", "_registries", "_resolve", "max_depth", "model", "overrides",
+                 "runtime_mode", "spawn_tools", "tools", "workdir")
 
     def __init__(self, tools: Sequence[Tool], *, max_depth: int, runtime_mode: str, workdir: str,
                  model: Model | None = None, resolve_model: Callable[[str], Model] | None = None) -> None:
@@ -84,6 +84,7 @@ class AgentFactory:
         self.spawn_tools = frozenset(t.name for t in self.tools if t.category is ToolCategory.AGENT)
         self._registries: dict[tuple[str, bool, int], tuple[ToolRegistry, tuple[str, ...], object]] = {}
         self._prompts: dict[tuple[object, ...], str] = {}
+        self._limits: dict[tuple[object, ...], Limits] = {}
 
     def model_for(self, d: AgentDefinition, parent_model: Model | None, override: Model | str | None) -> Model:
         """The spawn argument > the runtime's override for the type > the definition's > the parent's > the default."""
@@ -107,6 +108,16 @@ class AgentFactory:
                 raise SpawnError(f"agent type {d.name!r}: {e}") from None
             self._models[choice] = m
         return m
+
+    def limits(self, base: Limits, d: AgentDefinition) -> Limits:
+        """``base`` overridden by the definition's limits (cached by value: no Limits built per spawn)."""
+        key = (base, d.max_turns, d.max_tokens, d.timeout_s, d.max_cost_usd)
+        out = self._limits.get(key)
+        if out is None:
+            if len(self._limits) >= 256:
+                self._limits.clear()
+            out = self._limits[key] = base.merged(d.limits())
+        return out
 
     def authority(self, d: AgentDefinition, parent_mode: str | None, parent_registry: ToolRegistry | None,
                   depth: int) -> Grant:

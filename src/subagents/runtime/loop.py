@@ -159,8 +159,9 @@ class AgentCore:
         self.emit("run_start", agent_type=self.info.agent_type)
         decision = Stopped(Outcome.ERROR, None, blocked) if blocked else await self._run_with_deadline()
         result = self.result(decision)
-        self.emit("run_end", status=str(result.status), outcome=str(result.outcome), turns=result.turns,
-                  usage=result.usage.to_dict())
+        if self.bus.active:
+            self.emit("run_end", status=str(result.status), outcome=str(result.outcome), turns=result.turns,
+                      usage=result.usage.to_dict())
         return result
 
     async def _run_with_deadline(self) -> Final | Stopped:

@@ -155,8 +155,8 @@ class AgentManager:
         # 7. reserve the slot first: cheap refusals before any work
         with self.slots.reserve(depth, parent) as reservation:
             # 3. limits: definition, then per-spawn override, capped by what the parent has left
-            wanted = (self.cfg.default_limits if parent is None else self.cfg.child_limits
-                      ).merged(d.limits()).merged(limits)
+            wanted = self.factory.limits(self.cfg.default_limits if parent is None else self.cfg.child_limits, d
+                                         ).merged(limits)
             carved_from = parent.core.budget if parent is not None else None
             try:
                 carved = carved_from.carve(wanted) if carved_from is not None else wanted

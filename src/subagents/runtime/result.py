@@ -105,12 +105,10 @@ def _dur(s: float) -> str:
 
 def format_stats(duration_s: float, turns: int, usage: Usage, cost_usd: float | None, tool_calls: int = 0) -> str:
     cost = "est n/a" if cost_usd is None else f"est ${cost_usd:.4f}"
-    tokens = f"tokens {_k(usage.total_tokens)} (in {_k(usage.input_tokens)} / out {_k(usage.output_tokens)}"
+    i, o = usage.input_tokens, usage.output_tokens
+    tokens = f"tokens {_k(i + o)} (in {_k(i)} / out {_k(o)}"
     if usage.cache_read_tokens or usage.cache_write_tokens:
         tokens += f" / cache r {_k(usage.cache_read_tokens)} w {_k(usage.cache_write_tokens)}"
-    return (f"runtime {_dur(duration_s)} • {_plural(turns, 'turn')} • {_plural(tool_calls, 'tool call')} • "
-            f"{tokens}) • {cost}")
-
-
-def _plural(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
+    dur = f"{duration_s:.1f}s" if duration_s < 60 else _dur(duration_s)
+    return (f"runtime {dur} • {turns} turn{'' if turns == 1 else 's'} • "
+            f"{tool_calls} tool call{'' if tool_calls == 1 else 's'} • {tokens}) • {cost}")
