@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from subagents import Runtime
+from subagents.config import load_settings
 from subagents.exceptions import ModelError
 from subagents.messages import Message
 from subagents.models.base import AgentInfo, ModelRequest
@@ -192,3 +193,17 @@ async def test_a_ready_client_is_used_as_is_and_never_closed(server: Loopback) -
     await pool.aclose()
     assert not client.is_closed()
     await client.close()
+
+
+async def test_closing_the_runtime_closes_its_clients(server: Loopback, tmp_path: Path) -> None:
+    server.anthropic(*hello(3))
+    settings = load_settings(tmp_path)
+    settings.providers["anthropic"] = {"api_key": "sk-test", "base_url": server.url}
+    async with Runtime("anthropic:claude-sonnet-4-6", workdir=tmp_path, settings=settings, store="memory://") as rt:
+        await rt.run("one")
+        await rt.run("two", model="anthropic:claude-haiku-4-5")  # another model, same server: same client
+        assert len(rt.clients) == 1
+        assert server.open_connections() == 1
+    assert len(rt.clients) == 0  # closed by rt.aclose(), while the loop still runs
+    await asyncio.to_thread(wait_for, lambda: server.open_connections() == 0)
+    assert server.connections == 1

@@ -26,11 +26,6 @@ def settings_with_price(root: Path, input_usd: float, output_usd: float) -> Sett
     return load_settings(root, env={"XDG_CONFIG_HOME": str(root / "xdg")})
 
 
-WIRING = pytest.mark.xfail(strict=True, reason="the Runtime does not yet hand its PriceTable to the loop and "
-                           "check_priced (runtime.py, manager.py, loop.py, factory.py; issue 13)")
-
-
-@WIRING
 async def test_two_runtimes_keep_their_own_prices(tmp_path: Path) -> None:
     model = FunctionModel(answer, name="openai:local-llm@http://localhost:8000/v1", inline=True)
     a, b = tmp_path / "a", tmp_path / "b"
@@ -43,7 +38,6 @@ async def test_two_runtimes_keep_their_own_prices(tmp_path: Path) -> None:
     assert estimate_cost("local-llm", Usage(1, 1)) is None  # the built-in table never learnt it
 
 
-@WIRING
 async def test_a_runtime_without_the_price_refuses_a_cost_limit(tmp_path: Path) -> None:
     model = FunctionModel(answer, name="openai:local-llm@http://localhost:8000/v1", inline=True)
     priced = settings_with_price(tmp_path / "a", 1.0, 2.0)

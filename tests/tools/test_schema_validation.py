@@ -63,7 +63,6 @@ def greet(name: str) -> str:
     return f"hi {name}"
 
 
-@pytest.mark.xfail(strict=True, reason="tools/base.py does not call check_schema at registration yet (issue 13)")
 def test_a_bad_schema_is_refused_at_registration() -> None:
     with pytest.raises(DefinitionError, match=r"tool 'greet' has an invalid parameters schema: parameters\.properties"):
         FunctionTool(greet, parameters=TYPO)

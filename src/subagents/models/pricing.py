@@ -158,12 +158,3 @@ def estimate_cost(model_name: str, usage: Usage) -> float | None:
 def cost_of(model: Any, usage: Usage, prices: PriceTable | None = None) -> float | None:
     """Cost of ``usage`` on ``model``: its own ``prices`` attribute, else ``prices`` (default: built-in) by name."""
     return (prices or BUILTIN_PRICES).cost_of(model, usage)
-
-
-def set_price_overrides(table: Mapping[str, Mapping[str, Any]]) -> None:
-    """Deprecated (process-wide): install ``[pricing]`` prices into :data:`BUILTIN_PRICES`.
-
-    Kept only until the runtime hands its own :class:`PriceTable` to the loop; do not use.
-    """
-    BUILTIN_PRICES.overrides = {name: _prices(name, p) for name, p in table.items()}
-    BUILTIN_PRICES._cache.clear()

@@ -21,7 +21,7 @@ from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, SpawnError
 from ..messages import Usage
 from ..models.base import Model
-from ..models.pricing import cost_of
+from ..models.pricing import BUILTIN_PRICES, PriceTable
 from ..tools.base import Tool, ToolCategory, ToolRegistry
 from .limits import Limits
 from .prompts import build_system_prompt
@@ -33,12 +33,12 @@ class ManagerSettings:
     """The knobs of a manager (filled from :class:`~subagents.config.Settings` by the Runtime)."""
 
     __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "child_limits", "default_limits", "max_depth",
-                 "max_threads", "permission_mode", "result_max_chars")
+                 "max_threads", "permission_mode", "prices", "result_max_chars")
 
     def __init__(self, *, max_threads: int = 4, max_depth: int = 2, result_max_chars: int = 20_000,
                  base_prompt: str = "", briefing: str = "", default_limits: Limits | None = None,
                  bash_timeout_s: float = 120.0, permission_mode: str = "default",
-                 child_limits: Limits | None = None) -> None:
+                 child_limits: Limits | None = None, prices: PriceTable | None = None) -> None:
         if max_threads < 1:
             raise ConfigError(f"max_threads must be at least 1, got {max_threads}")
         if max_depth < 0:
@@ -52,6 +52,7 @@ class ManagerSettings:
         self.child_limits = child_limits or Limits()  # a sub-agent's, before its definition's and the spawn's
         self.bash_timeout_s = bash_timeout_s
         self.permission_mode = permission_mode
+        self.prices = prices or BUILTIN_PRICES  # the runtime's [pricing] over the built-in table
 
 
 
@@ -169,9 +170,9 @@ class AgentFactory:
         return system
 
 
-def check_priced(model: Model, limits: Limits) -> None:
+def check_priced(model: Model, limits: Limits, prices: PriceTable = BUILTIN_PRICES) -> None:
     """Refuse a cost limit the runtime could not enforce: ``model`` has no known price."""
-    if limits.max_cost_usd is None or cost_of(model, Usage(1000, 1000)) is not None:
+    if limits.max_cost_usd is None or prices.cost_of(model, Usage(1000, 1000)) is not None:
         return
     name = str(getattr(model, "name", "") or type(model).__name__)
     raise SpawnError(

@@ -32,7 +32,7 @@ from typing import Protocol
 from ..exceptions import LimitExceeded, ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from ..models.base import AgentInfo, Model, ModelRequest, ModelResponse, ToolCall
-from ..models.pricing import cost_of
+from ..models.pricing import BUILTIN_PRICES, PriceTable
 from ..tools.base import ToolContext, ToolRegistry
 from .events import Event, EventBus
 from .inbox import Inbox
@@ -86,7 +86,7 @@ class AgentCore:
     __slots__ = (
         "_cost_known", "_deadline", "_deltas", "_held_at", "_holds", "_saved_when", "_stop_hooks", "budget", "bus",
         "cost", "ctx", "guard", "inbox",
-        "info", "last_text", "limits", "messages", "model", "on_message", "registry", "started", "system",
+        "info", "last_text", "limits", "messages", "model", "on_message", "prices", "registry", "started", "system",
         "system_prefix", "tool_calls", "turns", "usage",
     )
 
@@ -103,6 +103,7 @@ class AgentCore:
         bus: EventBus | None = None,
         messages: list[Message] | None = None,
         on_message: MessageSink | None = None,
+        prices: PriceTable | None = None,
     ) -> None:
         self.info = info
         self.model = model
@@ -115,6 +116,7 @@ class AgentCore:
         self.bus = bus or EventBus()
         self.messages: list[Message] = messages if messages is not None else []
         self.on_message = on_message
+        self.prices = prices or BUILTIN_PRICES
         self.inbox = Inbox()
         self.guard: CallGuard | None = None
         self._deadline: asyncio.Timeout | None = None
@@ -267,7 +269,7 @@ class AgentCore:
         self._append(Message("assistant", content))
         if r.usage is not None:
             self.usage.add(r.usage)
-            cost = cost_of(self.model, r.usage)
+            cost = self.prices.cost_of(self.model, r.usage)
             if cost is None:
                 self._cost_known = False
                 self.cost = None

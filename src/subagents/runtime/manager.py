@@ -163,7 +163,7 @@ class AgentManager:
             except LimitExceeded as e:
                 raise SpawnError(f"cannot spawn: the parent's budget is used up ({e}); finish with what you have "
                                  "or raise the parent's limit") from None
-            check_priced(mdl, carved)
+            check_priced(mdl, carved, self.cfg.prices)
             node = self.assemble(d, parent, depth, mdl, carved, prompt, description, label, background, cleanup,
                                history, grant, isolation=isolation or d.isolation)
             node.holds_slot = reservation.held
@@ -208,7 +208,7 @@ class AgentManager:
                           bash_timeout_s=self.cfg.bash_timeout_s, sandbox=sandbox,
                           shell_writable=grant.mode != "plan")
         core = AgentCore(info=info, model=mdl, system=system, registry=grant.registry, ctx=ctx, limits=limits,
-                         bus=self.bus, messages=list(history) if history else None)
+                         bus=self.bus, messages=list(history) if history else None, prices=self.cfg.prices)
         if self.authority is not None:
             core.guard = self.authority.guard(info, grant.mode, root_id)
         node = AgentNode(info=info, definition=d, core=core, root_id=root_id, label=label or description or prompt[:60],

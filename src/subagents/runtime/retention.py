@@ -10,6 +10,7 @@ re-creates an evicted tree from the store (:func:`~subagents.runtime.recovery.ad
 from __future__ import annotations
 
 import collections
+import weakref
 from typing import TYPE_CHECKING
 
 from .node import AgentNode
@@ -24,7 +25,7 @@ class Retention:
     __slots__ = ("_done", "keep_trees", "mgr")
 
     def __init__(self, mgr: AgentManager, keep_trees: int = 256) -> None:
-        self.mgr = mgr
+        self.mgr = weakref.proxy(mgr)  # the manager owns this: no reference cycle between them
         self.keep_trees = keep_trees
         self._done: collections.OrderedDict[str, None] = collections.OrderedDict()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -27,7 +28,8 @@ from ..definitions.model import AgentDefinition
 from ..engines import RunHandle
 from ..exceptions import ConfigError, SpawnError, UnconfinedShellWarning, UserError
 from ..models.base import Model
-from ..models.pricing import set_price_overrides
+from ..models.clients import ClientPool
+from ..models.pricing import PriceTable
 from ..models.resolve import resolve_model
 from ..sandbox.policy import SandboxPolicy
 from ..sandbox.workspace import Workspace
@@ -78,6 +80,12 @@ def _builtin_tools() -> list[Tool]:
     return builtin_tools()
 
 
+def _resolve_with(providers: Mapping[str, Mapping[str, Any]], clients: ClientPool, spec: Model | str) -> Model:
+    if isinstance(spec, str):
+        return resolve_model(spec, providers.get(spec.partition(":")[0].lower(), {}), clients=clients)
+    return resolve_model(spec)
+
+
 class Runtime:
     """Runs agents and their sub-agents.  Use it as ``async with Runtime(...) as rt``."""
 
@@ -120,11 +128,12 @@ class Runtime:
                 s.permission_mode = canonical_mode(permission_mode)
             except ValueError as e:
                 raise ConfigError(f"permission_mode: {e}") from None
-        if s.pricing:
-            set_price_overrides(s.pricing)
+        self.prices = PriceTable(s.pricing)  # this runtime's prices: [pricing] over the built-in table
         spec = model if model is not None else s.model_default
         if spec is None:
             raise ConfigError(NO_MODEL_HELP)
+        self.clients = ClientPool()
+        """The SDK clients of this runtime's models: one per server and key, closed by :meth:`aclose`."""
         self.model = self._resolve(spec)
         self.store: Store = store if store is not None and not isinstance(store, str) else open_store(
             store if isinstance(store, str) else s.store_url, self.workdir)
@@ -137,7 +146,8 @@ class Runtime:
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
         universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *as_tools(tools)]
         self.manager = AgentManager(
-            definitions=self.definitions, tools=universe, model=self.model, resolve_model=self._resolve,
+            definitions=self.definitions, tools=universe, model=self.model,
+            resolve_model=functools.partial(_resolve_with, s.providers, self.clients),  # no cycle through self
             workspace=self.workspace, store=self.store, bus=self.bus,
             settings=ManagerSettings(max_threads=s.max_threads, max_depth=s.max_depth,
                                      result_max_chars=s.result_max_chars,
@@ -145,7 +155,7 @@ class Runtime:
                                      briefing=s.briefing, bash_timeout_s=s.bash_timeout_s,
                                      default_limits=Limits(max_turns=s.root_max_turns or None).merged(limits),
                                      child_limits=Limits(max_turns=s.child_max_turns or None),
-                                     permission_mode=s.permission_mode),
+                                     permission_mode=s.permission_mode, prices=self.prices),
             control_factory=ManagerControl,
         )
         from ..sandbox.shell import ShellSandbox  # loaded with the first Runtime, not on `import subagents`
@@ -164,10 +174,7 @@ class Runtime:
         self._in_run_sync = False
 
     def _resolve(self, spec: Model | str) -> Model:
-        if isinstance(spec, str):
-            provider = spec.partition(":")[0].lower()
-            return resolve_model(spec, self.settings.providers.get(provider, {}))
-        return resolve_model(spec)
+        return _resolve_with(self.settings.providers, self.clients, spec)
 
     @property
     def sandbox_warning(self) -> str | None:
@@ -206,6 +213,7 @@ class Runtime:
                 await self._sweeper_task
         await self.manager.shutdown()
         await self.manager.executor.aclose()
+        await self.clients.aclose()  # the models' connections (no call is left running)
         self.store.flush()  # before the bus closes: held events are published only once committed
         self.bus.close()
         self.store.close()

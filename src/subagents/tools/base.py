@@ -31,7 +31,7 @@ from ..exceptions import ToolError
 from ..messages import ToolResultBlock, ToolUseBlock
 from ..models.base import INVALID_ARGUMENTS_KEY, AgentInfo, ToolSpec
 from ..sandbox.workspace import Workspace
-from .schema import schema_for_function, validate
+from .schema import check_schema, schema_for_function, validate
 
 if TYPE_CHECKING:
     from .control import AgentControl
@@ -147,6 +147,7 @@ class FunctionTool:
         self.name = name or fn.__name__
         self.description = description or desc or self.name
         self.parameters = parameters or schema
+        check_schema(self.parameters, tool=self.name)  # a bad hand-written schema fails here, naming the tool
         self.category = ToolCategory(category)
         self.inline = inline
         self._async = inspect.iscoroutinefunction(fn)
@@ -224,6 +225,7 @@ class ToolRegistry:
     ) -> None:
         self.known: dict[str, Tool] = {}
         for t in tools:
+            check_schema(t.parameters, tool=t.name)  # any Tool object; a dict lookup once compiled
             self.known[t.name] = t
         names = self.known.keys() if allow is None else [n for n in allow if n in self.known]
         deny_set = set(deny)
