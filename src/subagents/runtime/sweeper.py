@@ -16,6 +16,13 @@ One :meth:`Sweeper.sweep` does, with the time from an injectable ``clock``:
 
 A :class:`~subagents.Runtime` runs :meth:`Sweeper.run` as a task while it is open (every
 ``interval_s``); ``subagents runs sweep`` runs one sweep on demand, without a manager.
+
+A sweep is incremental: it reads the candidates in steps of at most ``step_rows`` runs, in the
+store's sweep order (an index on when each run is due: ``Store.cleanup_candidates(now, limit,
+after)``), so its work is proportional to what is due, not to every record kept.  In :meth:`run` the
+event loop gets control back between steps, so no step holds it for long (``bench/sweeper.py``).
+The sweeper also tells the store its ``archive_after`` delay (``Store.archive_after_s``): the store
+stamps ``archive_at`` with a run's final status, so the sweeper does not write it afterwards.
 """
 
 from __future__ import annotations
@@ -27,13 +34,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..exceptions import SpawnError
-from ..store.base import Request, RunRecord, Store
+from ..store.base import Request, RunRecord, Store, sweep_key
 from .recovery import adopt_tree
 
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["SweepReport", "Sweeper"]
+__all__ = ["STEP_ROWS", "SweepReport", "Sweeper"]
+
+STEP_ROWS = 200
+"""Candidates one sweep step reads, at most (each may cost a read of its announcements)."""
 
 
 @dataclass(slots=True)
@@ -45,26 +55,49 @@ class SweepReport:
 
 class Sweeper:
     def __init__(self, store: Store, manager: AgentManager | None = None, *, archive_after_minutes: float = 60.0,
-                 clock: Callable[[], float] = time.time, interval_s: float = 2.0) -> None:
+                 clock: Callable[[], float] = time.time, interval_s: float = 2.0, step_rows: int = STEP_ROWS) -> None:
         self.store = store
         self.manager = manager
         self.archive_after_s = archive_after_minutes * 60.0
         self.clock = clock
         self.interval_s = interval_s
+        self.step_rows = step_rows
+        self._tasks: set[asyncio.Task[object]] = set()
+        store.archive_after_s = self.archive_after_s
 
     async def run(self) -> None:
-        """Sweep every ``interval_s`` until cancelled."""
+        """Sweep every ``interval_s`` until cancelled, yielding to the event loop between steps."""
         while True:
-            self.sweep()
+            now = self.clock()
+            report = self._requests(now)
+            after = self.step(now, report)
+            while after is not None:
+                await asyncio.sleep(0)
+                after = self.step(now, report, after)
             await asyncio.sleep(self.interval_s)
 
     def sweep(self) -> SweepReport:
+        """One whole sweep, at once: the requests, then every candidate (step by step)."""
         now = self.clock()
+        report = self._requests(now)
+        after = self.step(now, report)
+        while after is not None:
+            after = self.step(now, report, after)
+        return report
+
+    def _requests(self, now: float) -> SweepReport:
         report = SweepReport()
         if self.manager is not None:
             for req in self.store.take_requests(self.store.owner, now):
                 report.requests.append(self._carry_out(req))
-        for rec in self.store.cleanup_candidates(now):
+        return report
+
+    def step(self, now: float, report: SweepReport, after: tuple[float, str] | None = None
+             ) -> tuple[float, str] | None:
+        """Apply the policies to the next ``step_rows`` candidates past ``after`` (adding to ``report``);
+        returns where the next step starts, or ``None`` when this sweep has seen every candidate due."""
+        recs = self.store.cleanup_candidates(now, self.step_rows, after)
+        for rec in recs:
             if rec.cleanup == "delete":
                 if self._delivered(rec) and not self._live(rec):
                     self.store.delete_run(rec.run_id)
@@ -77,7 +110,7 @@ class Sweeper:
             if now >= archive_at:
                 self.store.update_run(rec.run_id, {"archived": True})
                 report.archived.append(rec.run_id)
-        return report
+        return sweep_key(recs[-1]) if len(recs) == self.step_rows else None
 
     def _delivered(self, rec: RunRecord) -> bool:
         if not rec.background or rec.parent_id is None:

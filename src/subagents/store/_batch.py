@@ -8,13 +8,14 @@ that the writer thread then executes in one transaction.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message, TextBlock, ToolUseBlock
-from ._schema import RUN_COLUMNS
+from ._schema import PROMPT_SQL, RUN_COLUMNS
 from .base import AnnouncementRecord, RunRecord
 
 __all__ = ["ANN_COLS", "COLS_SQL", "RUN_FIELDS", "Plan", "Recorder", "message_json", "record_from_row"]
@@ -25,8 +26,15 @@ CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = range(
 _JSON_COLS = frozenset({"usage", "limits", "worktree"})
 _BOOL_COLS = frozenset({"background", "archived", "truncated"})
 RUN_FIELDS = frozenset(RUN_COLUMNS)
-COLS_SQL = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
-_INSERT_RUN = f"INSERT OR REPLACE INTO runs ({COLS_SQL}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})"
+_PROMPT_AT = RUN_COLUMNS.index("system_prompt")
+#: What reads select for a run, in ``RUN_COLUMNS`` order: the system prompt comes from ``prompts`` (schema 5;
+#: a run written before keeps its own text in ``runs.system_prompt``, with no ``prompt_key``).
+COLS_SQL = ", ".join(PROMPT_SQL if c == "system_prompt" else f'"{c}"' for c in RUN_COLUMNS)
+_INSERT_COLS = ", ".join(f'"{c}"' for c in (*RUN_COLUMNS, "prompt_key"))
+_ADD_PROMPTS = ("INSERT INTO prompts (key, text, refs) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET refs = refs + excluded.refs")
+_DROP_PROMPT = "UPDATE prompts SET refs = refs - 1 WHERE key = (SELECT prompt_key FROM runs WHERE run_id = ?)"
+_PROMPT_KEYS: dict[str, str] = {}  # prompt text -> key (the runtime reuses one str per distinct prompt)
 ANN_COLS = "id, parent_id, child_id, text, created_at, delivered_at"
 
 
@@ -66,7 +74,7 @@ def _from_json(i: int, col: str) -> str:
     return f"json({v})" if col in _JSON_COLS else v
 
 
-_INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({COLS_SQL}) VALUES "
+_INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({_INSERT_COLS}) VALUES "
 
 
 def _insert_rows(c: Recorder, prefix: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
@@ -86,12 +94,36 @@ def _update_sql(keys: tuple[str, ...]) -> str:
             "WHERE runs.run_id = json_extract(j.value, '$[0]')")
 
 
-def _record_row(rec: RunRecord) -> list[Any]:
+def prompt_key(text: str) -> str:
+    """The key a system prompt is stored under in ``prompts`` (stored once, however many runs share it)."""
+    key = _PROMPT_KEYS.get(text)
+    if key is None:
+        if len(_PROMPT_KEYS) >= 256:
+            _PROMPT_KEYS.clear()
+        key = _PROMPT_KEYS[text] = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
+                                                   digest_size=16).hexdigest()
+    return key
+
+
+def _record_row(rec: RunRecord, prompts: dict[str, list[Any]]) -> list[Any]:
+    """The ``runs`` row of ``rec`` (its system prompt replaced by its key; ``prompts``: key -> [text, uses])."""
     row: list[Any] = list(_get_row(rec))
     for i in _JSON_IDX:
         row[i] = _encode(row[i])
     for i in _BOOL_IDX:
         row[i] = int(bool(row[i]))
+    text = row[_PROMPT_AT]
+    if text:
+        key = prompt_key(text)
+        row[_PROMPT_AT] = ""
+        p = prompts.get(key)
+        if p is None:
+            prompts[key] = [text, 1]
+        else:
+            p[1] += 1
+        row.append(key)
+    else:
+        row.append(None)
     return row
 
 
@@ -208,6 +240,8 @@ class Plan:
         """
         if self.delete:
             ids = [(r,) for r in self.delete]
+            c.executemany(_DROP_PROMPT, ids)
+            c.execute("DELETE FROM prompts WHERE refs <= 0", ())  # (the prompts_unused index)
             c.executemany("DELETE FROM runs WHERE run_id = ?", ids)
             c.executemany("DELETE FROM transcript WHERE run_id = ?", ids)
             c.executemany("DELETE FROM announcements WHERE child_id = ? AND delivered_at IS NOT NULL", ids)
@@ -215,9 +249,15 @@ class Plan:
             for r in self.delete:
                 tails.pop(r, None)
         if self.inserts:
-            _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS), [_record_row(r) for r in self.inserts.values()])
+            prompts: dict[str, list[Any]] = {}
+            rows = [_record_row(r, prompts) for r in self.inserts.values()]
+            if prompts:
+                c.executemany(_ADD_PROMPTS, [(k, t, n) for k, (t, n) in prompts.items()])
+            _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS) + 1, rows)
         by_keys: dict[tuple[str, ...], list[list[Any]]] = {}
         for run_id, fields in self.updates.items():
+            if "system_prompt" in fields:  # the text set here is the prompt from now on
+                fields = {**fields, "prompt_key": None}
             by_keys.setdefault(tuple(fields), []).append([run_id, *fields.values()])
         for keys, rows in by_keys.items():
             c.execute(_update_sql(keys), (_encode(rows),))

@@ -9,6 +9,13 @@ Version history:
   blocks and errors).
 * **4** — ``owners.expires`` and ``owners.process``: the heartbeat row became an owner **lease** (see
   :mod:`subagents.store._lease`); an old row keeps the 60 s the heartbeat was trusted for.
+* **5** — system prompts stored once: ``prompts`` (key = a hash of the text, the text, how many runs use
+  it) and ``runs.prompt_key``; a new run's ``runs.system_prompt`` is empty (runs written before keep
+  their text there, and reads fall back to it: :data:`PROMPT_SQL`).  Indexes for the hot path and
+  the sweeper: ``runs_status`` became ``runs_open`` (only unfinished runs: a finished run leaves it,
+  so it stays small), ``runs_owner`` (no query used it) is gone, and ``runs_sweep`` orders the final,
+  unarchived runs by when the sweeper must look at them (:data:`SWEEP_KEY`), so a sweep reads only
+  what is due, in bounded steps.
 
 A store opened by an older ``subagents`` is migrated forward in one transaction at open; a store
 written by a newer one is refused (never downgraded).
@@ -18,9 +25,21 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "V1_SCHEMA", "migrate"]
+__all__ = ["FINAL_SQL", "PROMPT_SQL", "RUN_COLUMNS", "SCHEMA_VERSION", "SWEEP_KEY", "V1_SCHEMA", "migrate"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+
+#: The final statuses as an SQL condition (spelled the same in the partial indexes and the queries that use them).
+FINAL_SQL = "status IN ('completed', 'errored', 'shutdown')"
+
+#: A run's system prompt, as reads select it: from ``prompts`` by its key, else (runs written before schema 5)
+#: the run's own ``system_prompt`` column.
+PROMPT_SQL = "coalesce((SELECT p.text FROM prompts p WHERE p.key = runs.prompt_key), runs.system_prompt)"
+
+#: When the sweeper must look at a final run: ``archive_at`` for a kept run that has one, else when it ended
+#: (a ``delete`` run, or a kept run the sweeper has not stamped yet: at once).  See ``runs_sweep``.
+SWEEP_KEY = ("(CASE WHEN cleanup <> 'delete' AND archive_at IS NOT NULL THEN archive_at "
+             "ELSE coalesce(ended_at, 0) END)")
 
 #: The ``runs`` columns, in :class:`~subagents.store.base.RunRecord` field order.
 RUN_COLUMNS: tuple[str, ...] = (
@@ -89,8 +108,19 @@ UPDATE owners SET expires = heartbeat + 60;
 PRAGMA user_version = 4;
 """
 
+_V4_TO_V5 = f"""
+ALTER TABLE runs ADD COLUMN prompt_key TEXT;
+CREATE TABLE prompts (key TEXT PRIMARY KEY, text TEXT NOT NULL, refs INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX prompts_unused ON prompts(key) WHERE refs <= 0;
+DROP INDEX runs_status;
+DROP INDEX runs_owner;
+CREATE INDEX runs_open ON runs(status) WHERE NOT {FINAL_SQL};
+CREATE INDEX runs_sweep ON runs({SWEEP_KEY}, run_id) WHERE archived = 0 AND {FINAL_SQL};
+PRAGMA user_version = 5;
+"""
+
 #: ``from version -> script`` that brings a store to ``from version + 1``.
-_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3, 3: _V3_TO_V4}
+_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3, 3: _V3_TO_V4, 4: _V4_TO_V5}
 
 
 def _statements(script: str) -> list[str]:

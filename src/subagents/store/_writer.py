@@ -20,6 +20,7 @@ from typing import Any
 
 from ..exceptions import StoreError
 from ._batch import CALL, FLUSH
+from ._checkpoint import Checkpointer
 from ._lease import process_identity
 from ._support import store_error
 
@@ -49,6 +50,7 @@ class Writer:
         self.submitted = 0   # operations accepted (calling thread)
         self.committed = 0   # operations committed or failed (writer thread)
         self.lease: LeaseTerms | None = None  # set by the calling side when it first owns a run
+        self.checkpointer: Checkpointer | None = None  # its restart_due is acted on after a commit
         self._next_renewal = 0.0
         self._cond = threading.Condition()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], int]] = []
@@ -101,6 +103,11 @@ class Writer:
             if self.error is None:
                 self._commit(calls)
             self._done(sum(b[2] for b in real), stop)
+            ck = self.checkpointer
+            if ck is not None and ck.restart_due:  # the WAL grew past its bound: start it over
+                ck.restart_due = False
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
             for _, signals, _ in real:  # flush waiters and commit callbacks run even after a failure
                 for op in signals:
                     if op[0] == FLUSH:

@@ -16,7 +16,7 @@ from ..messages import Message
 from ._lease import Lease
 
 __all__ = ["FINAL_STATUSES", "AnnouncementRecord", "AuditRecord", "Lease", "Request", "RunRecord", "Store",
-           "check_run_fields"]
+           "check_run_fields", "stamp_archive_at", "sweep_key"]
 
 #: Statuses after which a run does not change on its own (``Status.is_final`` in the runtime).
 FINAL_STATUSES = frozenset({"completed", "errored", "shutdown"})
@@ -80,6 +80,22 @@ def check_run_fields(values: dict[str, Any]) -> None:
             raise StoreError(f"unknown run record field {k!r}; the fields are those of RunRecord")
 
 
+def sweep_key(rec: RunRecord) -> tuple[float, str]:
+    """Where a final run stands in the sweeper's order (``Store.cleanup_candidates`` with a ``limit``):
+    ``archive_at`` for a kept run that has one, else when it ended (``0`` if unknown); then its id."""
+    if rec.cleanup != "delete" and rec.archive_at is not None:
+        return rec.archive_at, rec.run_id
+    return rec.ended_at or 0.0, rec.run_id
+
+
+def stamp_archive_at(fields: dict[str, Any], archive_after_s: float | None, now: float) -> dict[str, Any]:
+    """``fields`` of a final status write, with ``archive_at`` (end + ``archive_after_s``) added when the
+    store knows the policy (``archive_after_s`` not ``None``) and the write does not set it itself."""
+    if archive_after_s is None or "archive_at" in fields or fields.get("status") not in FINAL_STATUSES:
+        return fields
+    return {**fields, "archive_at": (fields.get("ended_at") or now) + archive_after_s}
+
+
 @dataclass(slots=True)
 class AnnouncementRecord:
     """A background child's result waiting to reach its parent (the durable outbox)."""
@@ -118,6 +134,9 @@ class AuditRecord:
 class Store(Protocol):
     url: str
     owner: str  # this process's owner id, stamped on the runs it creates or adopts
+    #: The ``keep`` policy's delay in seconds, when known (the sweeper sets it): :meth:`finish_run` then stamps
+    #: ``archive_at = ended_at + archive_after_s`` on the final write, so the sweeper need not write it later.
+    archive_after_s: float | None
 
     def create_run(self, rec: RunRecord) -> None:
         """Record a new run; the store takes ``rec`` over (the caller must not change it afterwards)."""
@@ -136,7 +155,8 @@ class Store(Protocol):
         ...
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
-        """Final status and (atomically with it) the announcement for the parent, if any."""
+        """Final status and (atomically with it) the announcement for the parent, if any (and ``archive_at``,
+        see :attr:`archive_after_s`)."""
         ...
 
     def mark_delivered(self, announcement_id: str, at: float) -> None: ...
@@ -171,9 +191,15 @@ class Store(Protocol):
         """The audit entries of a run, oldest first."""
         ...
 
-    def cleanup_candidates(self, now: float) -> list[RunRecord]:
+    def cleanup_candidates(self, now: float, limit: int | None = None,
+                           after: tuple[float, str] | None = None) -> list[RunRecord]:
         """Final, unarchived runs the sweeper must look at: ``cleanup="delete"``, no ``archive_at`` yet,
-        or ``archive_at`` reached (committed state)."""
+        or ``archive_at`` reached (committed state), oldest first.
+
+        With ``limit``: at most ``limit`` of them, in sweep order (:func:`sweep_key`), the first ones
+        whose key is past ``after`` (the key of the last run of the previous batch; ``None``: from the
+        start) and not past ``now`` — one bounded, indexed step of a sweep.  (A run that ended "in the
+        future", by another machine's clock, waits until then.)"""
         ...
 
     def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:

@@ -1,16 +1,38 @@
-"""In-memory store (tests, and runs that need no durability)."""
+"""In-memory store (tests, and runs that need no durability).
+
+It gives memory back: the dicts that hold runs, transcripts, announcements and audit entries are
+rebuilt once deletions leave them under a quarter of their peak (a CPython dict never shrinks on its
+own), so a long-lived runtime whose sweeper deletes runs returns to its baseline footprint.  The
+sweeper's candidates are kept in a sorted list of sweep keys (:func:`~subagents.store.base.sweep_key`),
+so a bounded sweep step reads only what is due.
+"""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..messages import Message
 from ._lease import Lease, new_owner_id
-from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
+from .base import (
+    FINAL_STATUSES,
+    AnnouncementRecord,
+    AuditRecord,
+    Request,
+    RunRecord,
+    check_run_fields,
+    stamp_archive_at,
+    sweep_key,
+)
 
 __all__ = ["MemoryStore", "new_owner_id"]
+
+_SHRINK_FLOOR = 64  # dicts under this many entries at their peak are never rebuilt
+_SWEEP_FIELDS = frozenset({"status", "archive_at", "archived", "cleanup", "ended_at"})
+_SHRUNK = ("runs", "transcripts", "announcements", "audit", "_swept", "_anns_of")
 
 
 class MemoryStore:
@@ -21,16 +43,22 @@ class MemoryStore:
         self.runs: dict[str, RunRecord] = {}
         self.transcripts: dict[str, list[Message]] = {}
         self.announcements: dict[str, AnnouncementRecord] = {}
+        self._anns_of: dict[str, list[str]] = {}  # child id -> ids of its announcements
         self.owner = new_owner_id()
         self.leases: dict[str, Lease] = {}
         self.requests: list[Request] = []
         self.audit: dict[str, list[AuditRecord]] = {}
+        self.archive_after_s: float | None = None
+        self._sweep: list[tuple[float, str]] = []   # sorted sweep keys of candidates (some may be stale)
+        self._swept: dict[str, tuple[float, str]] = {}  # run id -> its key in _sweep (the current one)
+        self._peak: dict[str, int] = dict.fromkeys(_SHRUNK, 0)
 
     def create_run(self, rec: RunRecord) -> None:
         if not rec.owner:
             rec.owner = self.owner
         self.runs[rec.run_id] = rec
         self.transcripts.setdefault(rec.run_id, [])
+        self._index(rec)
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         check_run_fields(fields)
@@ -38,6 +66,18 @@ class MemoryStore:
         if rec is not None:
             for k, v in fields.items():
                 setattr(rec, k, v)
+            if not _SWEEP_FIELDS.isdisjoint(fields):
+                self._index(rec)
+
+    def _index(self, rec: RunRecord) -> None:
+        """Keep ``rec`` in the sweep order if it is a candidate (final, unarchived) under its current key."""
+        if rec.status not in FINAL_STATUSES or rec.archived:
+            self._swept.pop(rec.run_id, None)  # its entry in _sweep is stale now: dropped when read
+            return
+        key = sweep_key(rec)
+        if self._swept.get(rec.run_id) != key:
+            self._swept[rec.run_id] = key
+            bisect.insort(self._sweep, key)
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
                         delivered: Sequence[str] = (), at: float = 0.0) -> None:
@@ -48,9 +88,10 @@ class MemoryStore:
             self.mark_delivered(ann_id, at)
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
-        self.update_run(run_id, fields)
-        if announcement is not None:
-            self.announcements.setdefault(announcement.id, dataclasses.replace(announcement))
+        self.update_run(run_id, stamp_archive_at(fields, self.archive_after_s, time.time()))
+        if announcement is not None and announcement.id not in self.announcements:
+            self.announcements[announcement.id] = dataclasses.replace(announcement)
+            self._anns_of.setdefault(announcement.child_id, []).append(announcement.id)
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
         a = self.announcements.get(announcement_id)
@@ -83,7 +124,9 @@ class MemoryStore:
 
     def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
                          ) -> list[AnnouncementRecord]:
-        return sorted((dataclasses.replace(a) for a in self.announcements.values()
+        anns = self.announcements
+        some = anns.values() if child_id is None else [anns[k] for k in self._anns_of.get(child_id, ())]
+        return sorted((dataclasses.replace(a) for a in some
                        if (child_id is None or a.child_id == child_id)
                        and (parent_id is None or a.parent_id == parent_id)), key=lambda a: a.created_at)
 
@@ -91,12 +134,50 @@ class MemoryStore:
         self.runs.pop(run_id, None)
         self.transcripts.pop(run_id, None)
         self.audit.pop(run_id, None)
-        for k in [k for k, a in self.announcements.items() if a.child_id == run_id and a.delivered_at is not None]:
-            del self.announcements[k]
+        ids = self._anns_of.pop(run_id, [])
+        kept = [k for k in ids if self.announcements[k].delivered_at is None]
+        for k in ids:
+            if self.announcements[k].delivered_at is not None:
+                del self.announcements[k]
+        if kept:
+            self._anns_of[run_id] = kept
+        self._swept.pop(run_id, None)
+        self._shrink()
 
-    def cleanup_candidates(self, now: float) -> list[RunRecord]:
-        return [r for r in self.list_runs() if r.is_final
-                and (r.cleanup == "delete" or r.archive_at is None or r.archive_at <= now)]
+    def _shrink(self) -> None:
+        """Rebuild the dicts that deletions left under a quarter of their peak: their memory goes back."""
+        stale = len(self._sweep) - len(self._swept)
+        if stale > max(_SHRINK_FLOOR, len(self._swept)):  # drop the entries of deleted and archived runs
+            swept = self._swept
+            self._sweep = [k for k in self._sweep if swept.get(k[1]) == k]
+        peak = self._peak
+        for name in _SHRUNK:
+            d: dict[str, Any] = getattr(self, name)
+            n = len(d)
+            if n > peak[name]:
+                peak[name] = n
+            elif peak[name] >= _SHRINK_FLOOR and n < peak[name] // 4:
+                setattr(self, name, {k: v for k, v in d.items()})  # built from empty: sized for what is left
+                peak[name] = n
+
+    def cleanup_candidates(self, now: float, limit: int | None = None,
+                           after: tuple[float, str] | None = None) -> list[RunRecord]:
+        if limit is None:
+            return [r for r in self.list_runs() if r.is_final
+                    and (r.cleanup == "delete" or r.archive_at is None or r.archive_at <= now)]
+        keys, swept = self._sweep, self._swept
+        out: list[RunRecord] = []
+        i = j = bisect.bisect_right(keys, after) if after is not None else 0
+        live: list[tuple[float, str]] = []
+        while j < len(keys) and keys[j][0] <= now and len(out) < limit:
+            key = keys[j]
+            j += 1
+            if swept.get(key[1]) == key and (not live or live[-1] != key):  # else stale (the run was deleted,
+                # archived or changed its key since) or a duplicate
+                live.append(key)
+                out.append(dataclasses.replace(self.runs[key[1]]))
+        keys[i:j] = live  # drop the stale entries read (the list shrinks when they were many)
+        return out
 
     def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:
         self.leases[owner] = Lease(owner, at, expires_at, process)

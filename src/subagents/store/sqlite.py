@@ -59,11 +59,21 @@ from ._batch import (
     Recorder,
     record_from_row,
 )
+from ._checkpoint import MAX_WAL_PAGES, Checkpointer
 from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
-from ._schema import SCHEMA_VERSION, migrate
-from ._support import store_error, write_gitignore
+from ._open import open_writer
+from ._schema import FINAL_SQL, SWEEP_KEY
+from ._support import store_error
 from ._writer import _RENEW, LeaseTerms, Writer
-from .base import AnnouncementRecord, AuditRecord, Request, RunRecord, check_run_fields
+from .base import (
+    FINAL_STATUSES,
+    AnnouncementRecord,
+    AuditRecord,
+    Request,
+    RunRecord,
+    check_run_fields,
+    stamp_archive_at,
+)
 
 __all__ = ["MAX_BACKLOG", "SQLiteStore"]
 
@@ -72,12 +82,18 @@ MAX_BACKLOG = 2_000
 SIGKILL can lose.  A caller that would go over it waits for the writer (see :meth:`SQLiteStore.room`)."""
 
 
+_SWEEP_STEP = (f"SELECT {COLS_SQL} FROM runs INDEXED BY runs_sweep WHERE archived = 0 AND {FINAL_SQL} "
+               f"AND {SWEEP_KEY} >= ?1 AND {SWEEP_KEY} <= ?2 AND ({SWEEP_KEY} > ?1 OR run_id > ?3) "
+               f"ORDER BY {SWEEP_KEY}, run_id LIMIT ?4")
+
+
 class SQLiteStore:
     """A :class:`~subagents.store.base.Store` in one SQLite file.  See the module docstring."""
 
     def __init__(self, path: str | Path, *, timeout: float = 5.0, linger_s: float = 0.002,
                  durable: bool = False, max_backlog: int = MAX_BACKLOG, lease_s: float = LEASE_S,
-                 renew_s: float | None = None) -> None:
+                 renew_s: float | None = None, checkpoint_s: float = 1.0,
+                 max_wal_pages: int = MAX_WAL_PAGES) -> None:
         if max_backlog < 2:
             raise ValueError("max_backlog must be at least 2 operations")
         if not 0 < (renew_s if renew_s is not None else lease_s / 6) < lease_s:
@@ -85,10 +101,10 @@ class SQLiteStore:
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self.owner = new_owner_id()
-        self.migrated_from: int = SCHEMA_VERSION
         self.lease_s = lease_s
         self.renew_s = renew_s if renew_s is not None else min(RENEW_S, lease_s / 6)
         self.max_backlog = max_backlog
+        self.archive_after_s: float | None = None
         self._timeout = timeout
         self._linger = linger_s
         self._pending: list[tuple[Any, ...]] = []  # ops of the batch being gathered (calling thread)
@@ -97,7 +113,7 @@ class SQLiteStore:
         self._closed = False
         self._read_lock = threading.Lock()
         self._tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
-        wconn = self._open(timeout, durable)
+        wconn, self.migrated_from = open_writer(self.path, timeout, durable)
         try:
             self._rconn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._rconn.execute("PRAGMA query_only=1")
@@ -105,49 +121,12 @@ class SQLiteStore:
             wconn.close()
             raise store_error(self.path, e, "opening it for reading") from None
         self._w = Writer(wconn, self.path)
+        self._ckpt = Checkpointer(self.path, interval_s=checkpoint_s, max_wal_pages=max_wal_pages, timeout=timeout)
+        self._w.checkpointer = self._ckpt
 
     @property
     def _error(self) -> StoreError | None:
         return self._w.error
-
-    # -- opening --------------------------------------------------------------------------------
-    def _open(self, timeout: float, durable: bool) -> sqlite3.Connection:
-        creating = not self.path.exists()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"cannot create the directory of the run store {self.path} ({e}); create it, "
-                             "or point [store] url at a writable path") from None
-        try:
-            conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as e:
-            raise store_error(self.path, e, "opening it") from None
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                found, _ = migrate(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            self.migrated_from = found
-            if creating:
-                write_gitignore(self.path.parent)
-        except ValueError as e:
-            conn.close()
-            raise StoreError(f"the run store {self.path} has schema version {e.args[0]}, newer than the "
-                             f"{SCHEMA_VERSION} this subagents understands; upgrade subagents, "
-                             "or point [store] url at another file") from None
-        except LookupError:
-            conn.close()
-            raise StoreError(f"the run store {self.path} is a SQLite database but not a subagents store; "
-                             "point [store] url at another file") from None
-        except sqlite3.Error as e:
-            conn.close()
-            raise store_error(self.path, e, "opening it") from None
-        return conn
 
     # -- the calling side: snapshot, enqueue, return -------------------------------------------
     def _put(self, op: tuple[Any, ...]) -> None:
@@ -236,7 +215,7 @@ class SQLiteStore:
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         check_run_fields(fields)
         ann = None if announcement is None else dataclasses.replace(announcement)
-        self._put((FINISH, run_id, dict(fields), ann))
+        self._put((FINISH, run_id, dict(stamp_archive_at(fields, self.archive_after_s, time.time())), ann))
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
         self._put((DELIVER, announcement_id, at))
@@ -323,6 +302,9 @@ class SQLiteStore:
             self._handoff()
             self._w.queue.put(None)
             self._w.thread.join()
+            self._ckpt.stop()
+            with contextlib.suppress(sqlite3.Error):  # leave no WAL behind (the file alone is the store)
+                self._w.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._w.conn.close()
             self._rconn.close()
 
@@ -348,7 +330,7 @@ class SQLiteStore:
         if not include_archived:
             where.append("archived = 0")
         if status is not None:
-            where.append("status = ?")
+            where.append("status = ?" if status in FINAL_STATUSES else f"status = ? AND NOT {FINAL_SQL}")  # runs_open
             params.append(status)
         if root_id is not None:
             where.append("(root_id = ? OR run_id = ?)")
@@ -377,10 +359,14 @@ class SQLiteStore:
                           "AND (?2 IS NULL OR parent_id = ?2) ORDER BY created_at, rowid", (child_id, parent_id))
         return [AnnouncementRecord(*r) for r in rows]
 
-    def cleanup_candidates(self, now: float) -> list[RunRecord]:
-        rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE archived = 0 AND status IN "
-                          "('completed', 'errored', 'shutdown') AND (cleanup = 'delete' OR archive_at IS NULL "
-                          "OR archive_at <= ?) ORDER BY created_at, rowid", (now,))
+    def cleanup_candidates(self, now: float, limit: int | None = None,
+                           after: tuple[float, str] | None = None) -> list[RunRecord]:
+        if limit is None:
+            rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE archived = 0 AND {FINAL_SQL} AND (cleanup = "
+                              "'delete' OR archive_at IS NULL OR archive_at <= ?) ORDER BY created_at, rowid", (now,))
+        else:  # one step of a sweep: the next `limit` runs due, in the order of the runs_sweep index
+            lo, last = after if after is not None else (float("-inf"), "")
+            rows = self._read(_SWEEP_STEP, (lo, now, last, limit))
         return [record_from_row(r) for r in rows]
 
     def lease(self, owner: str) -> Lease | None:

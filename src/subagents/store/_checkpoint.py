@@ -1,0 +1,89 @@
+"""The SQLite store's checkpointer: copies the write-ahead log back into the database, off the writer thread.
+
+SQLite's default (``wal_autocheckpoint=1000``) makes the connection whose ``COMMIT`` pushes the WAL
+past 1,000 pages run the checkpoint itself, inside that ``COMMIT``: it copies the WAL into the
+database and fsyncs the file.  Measured on the delegation cycle that was half of the writer thread's
+time, and the event loop waited for it through back-pressure.  So the writer connection runs with
+``wal_autocheckpoint=0`` and this thread, on its own connection, runs
+``PRAGMA wal_checkpoint(PASSIVE)`` every ``interval_s`` (a passive checkpoint never blocks the writer
+or readers; it copies what no reader still needs).
+
+The WAL stays bounded: SQLite starts writing the WAL from its beginning again as soon as a
+checkpoint has copied all of it (and :data:`JOURNAL_SIZE_LIMIT` truncates the file then).  Under
+writes so continuous that passive checkpoints never catch up (each sees new frames appended behind
+it), the WAL passing ``max_wal_pages`` sets :attr:`Checkpointer.restart_due`: the writer thread then
+runs a ``RESTART`` checkpoint itself right after its next commit — between its own transactions, so
+it never waits for itself (a ``RESTART`` from this thread would compete for the write lock with a
+busy writer and could starve) — copying the little the passive ones left, so the next transaction
+starts the WAL over.  The store runs a ``TRUNCATE`` checkpoint when it closes.
+
+Durability does not depend on checkpoints: a committed transaction is in the WAL, and SQLite replays
+the WAL when a crashed store is opened again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from pathlib import Path
+
+__all__ = ["JOURNAL_SIZE_LIMIT", "MAX_WAL_PAGES", "Checkpointer"]
+
+MAX_WAL_PAGES = 4_096
+"""WAL frames (pages, 4 KiB by default) past which the writer restarts the WAL (``RESTART``): ~16 MiB."""
+
+JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
+"""Bytes the WAL file is truncated to when SQLite starts it over (``PRAGMA journal_size_limit``)."""
+
+
+class Checkpointer:
+    """A daemon thread with its own connection that checkpoints the WAL every ``interval_s``.
+
+    Failures are ignored here (a checkpoint that cannot run now runs later; a store whose file fails
+    reports it through its writer).  :meth:`kick` asks for a checkpoint now; :meth:`stop` ends the thread.
+    """
+
+    def __init__(self, path: Path, *, interval_s: float = 1.0, max_wal_pages: int = MAX_WAL_PAGES,
+                 timeout: float = 5.0) -> None:
+        self.path = path
+        self.interval_s = interval_s
+        self.max_wal_pages = max_wal_pages
+        self.checkpoints = 0        # checkpoints run (tests and benchmarks read it)
+        self.wal_pages = 0          # WAL frames the last checkpoint saw
+        self.restart_due = False    # the WAL passed max_wal_pages: the writer restarts it after its next commit
+        self._timeout = timeout
+        self._wake = threading.Event()
+        self._stopping = False
+        self.thread = threading.Thread(target=self._run, name=f"subagents-ckpt:{path.name}", daemon=True)
+        self.thread.start()
+
+    def kick(self) -> None:
+        """Checkpoint now rather than at the next interval."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """End the thread (after the checkpoint it may be running)."""
+        self._stopping = True
+        self._wake.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return
+        try:
+            while True:
+                self._wake.wait(self.interval_s)
+                self._wake.clear()
+                if self._stopping:
+                    return
+                with contextlib.suppress(sqlite3.Error):
+                    _, log, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    self.checkpoints += 1
+                    self.wal_pages = int(log)
+                    if log >= self.max_wal_pages:
+                        self.restart_due = True
+        finally:
+            conn.close()
