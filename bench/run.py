@@ -39,11 +39,15 @@ PEER_IMPORTS = {"openai-agents": "import agents", "pydantic-ai": "import pydanti
 # all of them take minutes there (5-15 ms per child); the scaling is visible from 100 -> 1,000.
 PEER_MAX_N = 1000
 
-# (row key, target value, unit, lower is better) - from the issue
+# (row key -> target value, lower is better) - from the issues (issue 13 for the cycle, fan-out, sweeper, clients)
 TARGETS = {
-    "cycle_us": 250.0, "fan1000_ms": 250.0, "fan1000_mb": 100.0, "fan10000_ms": 2500.0,
+    "fan1000_ms": 150.0, "fan1000_mb": 60.0, "fan10000_ms": 1000.0, "fan10000_mb": 200.0,
+    "fan100000_ms": 12000.0, "fan100000_mb": 1024.0,
     "wake_us": 1000.0, "restore_ms": 2000.0, "import_ms": 150.0, "help_ms": 300.0, "bash_bwrap_added_ms": 10.0,
+    "w_memory_x": 10.0, "w_sqlite_x": 10.0, "w_memory+listener_x": 10.0, "w_sqlite+listener_x": 10.0,
+    "sweep_lag_ms": 5.0, "client_connections": 1.0,
 }
+WATCHED = ["memory", "sqlite", "memory+listener", "sqlite+listener"]
 
 
 def run_json(cmd: list[str], cwd: Path, timeout: float = 1800) -> dict[str, Any]:
@@ -84,9 +88,12 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=None)
     ap.add_argument("--ns", default=None, help="fan-out sizes, comma separated (default 100,1000,10000)")
     ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--no-big", dest="big", action="store_false",
+                    help="skip the 100,000-children fan-out (max_threads 1,000, queued); --quick skips it too")
     a = ap.parse_args()
 
     reps = a.reps or (1 if a.quick else 3)
+    a.big = a.big and not a.quick
     iters = a.iters or (300 if a.quick else 2000)
     warmup = 30 if a.quick else 200
     ns = [int(x) for x in (a.ns or ("100,1000" if a.quick else "100,1000,10000")).split(",")]
@@ -168,6 +175,17 @@ def main() -> None:
                              + (f", {orphans:,} were not" if orphans else ""))
             progress(f"rep{rep} subagents restore {r['finished']:,}+{r['open']:,}: {r['open_ms']:.0f} ms")
 
+        # (8) the cycle watched and unwatched, next to the floor (issue 13)
+        r = log("subagents", run_json([PY, str(HERE / "watched.py"), "--iters", str(iters), "--rounds", "4"], ROOT))
+        add("subagents", "w_floor_mean", r["floor"]["mean_us"])
+        add("subagents", "w_floor_median", r["floor"]["median_us"])
+        for v in WATCHED:
+            add("subagents", f"w_{v}_median", r[v]["median_us"])
+            add("subagents", f"w_{v}_mean", r[v]["mean_us"])
+            add("subagents", f"w_{v}_x", r[v]["x_floor_mean"])
+            add("subagents", f"w_{v}_gc", r[v]["gc_share"] * 100)
+        progress(f"rep{rep} watched: " + ", ".join(f"{v} {r[v]['mean_us']:.0f} µs mean ({r[v]['x_floor_mean']}x)"
+                                                  for v in WATCHED) + f", floor {r['floor']['mean_us']:.0f}")
         # (6) permission checks and (7) the shell sandbox (each script interleaves its variants)
         r = log("subagents", run_json([PY, str(HERE / "authority.py"), "--iters", str(iters), "--rounds", "2"], ROOT))
         for k in ("floor", "default", "rules+hooks"):
@@ -177,6 +195,29 @@ def main() -> None:
             add("subagents", f"bash_{k}_ms", r["rows"][k]["median_us"] / 1e3)
         add("subagents", "bash_bwrap_added_ms", r["added_over_off"]["bwrap"]["median_us"] / 1e3)
         progress(f"rep{rep} authority and sandbox measured")
+
+    # (9) once: the sweeper over 100,000 finished runs, model calls over the real SDK, 100,000 queued children
+    r = log("subagents", run_json([PY, str(HERE / "sweeper.py"), "--runs", "10000" if a.quick else "100000"], ROOT))
+    add("subagents", "sweep_lag_ms", r["lag_max_ms"])
+    add("subagents", "sweep_floor_lag_ms", r["floor_lag_max_ms"])
+    add("subagents", "sweep_step_ms", r["step_max_ms"])
+    progress(f"sweeper: max loop lag {r['lag_max_ms']} ms (floor {r['floor_lag_max_ms']} ms)")
+    r = log("subagents", run_json([PY, str(HERE / "model_client.py"), "--calls", "50" if a.quick else "200"], ROOT))
+    m = r["modes"]
+    add("subagents", "client_model_us", m["model"]["median_us"])
+    add("subagents", "client_model_mean_us", m["model"]["mean_us"])
+    add("subagents", "client_connections", m["model"]["connections"])
+    add("subagents", "client_per_call_us", m["per_call_client"]["median_us"])
+    add("subagents", "client_per_call_connections", m["per_call_client"]["connections"])
+    add("subagents", "client_httpx_us", m["httpx_floor"]["median_us"])
+    progress(f"model client: {m['model']['median_us']:.0f} µs/call, {m['model']['connections']} connection(s)")
+    if a.big:
+        r = log("subagents", run_json([*ours, "fanout", "100000", "--max-threads", "1000", "--when-full", "queue"],
+                                      ROOT))
+        add("subagents", "fan100000_ms", r["wall_ms"])
+        add("subagents", "fan100000_mb", r["peak_rss_mb"])
+        add("subagents", "fan100000_child_us", r["per_child_us"])
+        progress(f"fanout 100,000 (max_threads 1,000, queued): {r['wall_ms']:.0f} ms, {r['peak_rss_mb']:.0f} MB")
 
     # (5) cold start: interleaved rounds of launches; median of round medians
     if not a.skip_cold:
@@ -209,6 +250,8 @@ def main() -> None:
         {"machine": machine, "store": store_label, "reps": reps, "iters": iters, "ns": ns,
          "versions": versions, "summary": summary, "notes": notes}, indent=2))
     print(render(summary, [fw for fw, _ in peers], ns, versions, store_label, reps, iters, machine, notes))
+    print()
+    print(render_goals(summary.get("subagents", {})))
 
 
 def fmt(x: float | None, nd: int = 0) -> str:
@@ -293,6 +336,48 @@ def render(s: dict[str, dict[str, Any]], peers: list[str], ns: list[int], versio
                     + f" (×{fanouts[-1][1] / fanouts[0][1]:.2f} from first to last).")
     info += notes
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {x}" for x in info)
+
+
+def render_goals(ours: dict[str, Any]) -> str:
+    """Issue 13's table: every figure next to its goal, the floor measured in the same run."""
+    fl = ours.get("w_floor_mean")
+    rows: list[tuple[str, str, str, bool | None]] = []  # figure, value, goal, met
+
+    def met(key: str) -> bool | None:
+        v, t = ours.get(key), TARGETS.get(key)
+        return None if v is None or t is None else v <= t
+
+    if fl is not None:
+        rows.append(("plain-asyncio floor of the delegation cycle (same run), median / mean µs",
+                     f"{fmt(ours.get('w_floor_median'))} / {fmt(fl)}", "", None))
+        for v in WATCHED:
+            who = "one on_event listener" if v.endswith("+listener") else "nobody listening"
+            rows.append((f"delegation cycle, {v.split('+')[0]} store, {who}: "
+                         "median / mean µs (mean ÷ floor mean)",
+                         f"{fmt(ours.get(f'w_{v}_median'))} / {fmt(ours.get(f'w_{v}_mean'))} "
+                         f"({fmt(ours.get(f'w_{v}_x'), 1)}×)", "mean ≤ 10× floor", met(f"w_{v}_x")))
+        rows.append(("share of the cycle spent in the garbage collector, memory / SQLite %",
+                     f"{fmt(ours.get('w_memory_gc'), 1)} / {fmt(ours.get('w_sqlite_gc'), 1)}", "", None))
+    for n in (1000, 10000, 100000):
+        if ours.get(f"fan{n}_ms") is not None:
+            extra = " (max_threads 1,000, queued)" if n == 100000 else ""
+            rows.append((f"fan-out of {n:,} background children{extra}: wall ms / peak RSS MB",
+                         f"{fmt(ours.get(f'fan{n}_ms'))} / {fmt(ours.get(f'fan{n}_mb'))}",
+                         f"≤ {TARGETS[f'fan{n}_ms']:,.0f} ms, ≤ {TARGETS[f'fan{n}_mb']:,.0f} MB",
+                         None if met(f"fan{n}_ms") is None else bool(met(f"fan{n}_ms") and met(f"fan{n}_mb"))))
+    if ours.get("sweep_lag_ms") is not None:
+        rows.append(("sweeper over 100,000 finished runs: longest loop stall ms (idle-loop floor)",
+                     f"{fmt(ours.get('sweep_lag_ms'), 2)} ({fmt(ours.get('sweep_floor_lag_ms'), 2)})", "≤ 5",
+                     met("sweep_lag_ms")))
+    if ours.get("client_connections") is not None:
+        rows.append(("model calls over the SDK (loopback): µs per call / TCP connections for 200 calls",
+                     f"{fmt(ours.get('client_model_us'))} / {fmt(ours.get('client_connections'))}  (a client per "
+                     f"call: {fmt(ours.get('client_per_call_us'))} / {fmt(ours.get('client_per_call_connections'))};"
+                     f" plain httpx: {fmt(ours.get('client_httpx_us'))})", "1 connection", met("client_connections")))
+    lines = ["| issue 13 figure | value | goal | met? |", "|---|---|---|---|"]
+    for label, value, goal, ok in rows:
+        lines.append(f"| {label} | {value} | {goal} | {'' if ok is None else ('yes' if ok else '**no**')} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
