@@ -70,3 +70,26 @@ def test_table_renders() -> None:
 def test_loop_overhead(capsys: pytest.CaptureFixture[str]) -> None:
     asyncio.run(loop_overhead(turns=5, runs=3))
     assert "agent loop, 5 turns per run, 3 runs: median " in capsys.readouterr().out
+
+
+def test_watched_cycle_prints_every_variant_with_the_floor() -> None:
+    p = subprocess.run([sys.executable, str(BENCH / "watched.py"), "--iters", "20", "--rounds", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["floor"]["mean_us"] > 0
+    for v in ("memory", "sqlite", "memory+listener", "sqlite+listener"):
+        assert r[v]["x_floor_mean"] == pytest.approx(r[v]["mean_us"] / r["floor"]["mean_us"], rel=0.02)
+        assert 0.0 <= r[v]["gc_share"] < 1.0
+
+
+def test_goal_table_marks_what_is_met() -> None:
+    import run
+
+    out = run.render_goals({"w_floor_mean": 40.0, "w_floor_median": 30.0, "w_memory_median": 250.0,
+                            "w_memory_mean": 320.0, "w_memory_x": 8.0, "w_sqlite_x": 12.5,
+                            "fan1000_ms": 120.0, "fan1000_mb": 70.0})
+    lines = out.splitlines()
+    assert next(x for x in lines if "memory store, nobody listening" in x).endswith("| yes |")
+    assert next(x for x in lines if "sqlite store, nobody listening" in x).endswith("| **no** |")
+    assert next(x for x in lines if "fan-out of 1,000" in x).endswith("| **no** |")  # 70 MB is over 60
