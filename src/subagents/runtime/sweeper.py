@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STEP_ROWS", "SweepReport", "Sweeper"]
 
-STEP_ROWS = 200
+STEP_ROWS = 64
 """Candidates one sweep step reads, at most (each may cost a read of its announcements)."""
 
 
@@ -73,6 +73,7 @@ class Sweeper:
             after = self.step(now, report)
             while after is not None:
                 await asyncio.sleep(0)
+                await self.store.room()  # a step's writes wait for the store, never block the loop
                 after = self.step(now, report, after)
             await asyncio.sleep(self.interval_s)
 

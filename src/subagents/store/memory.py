@@ -163,8 +163,10 @@ class MemoryStore:
     def cleanup_candidates(self, now: float, limit: int | None = None,
                            after: tuple[float, str] | None = None) -> list[RunRecord]:
         if limit is None:
-            return [r for r in self.list_runs() if r.is_final
-                    and (r.cleanup == "delete" or r.archive_at is None or r.archive_at <= now)]
+            runs = self.runs
+            due = [runs[rid] for rid in self._swept if (r := runs[rid]).cleanup == "delete"
+                   or r.archive_at is None or r.archive_at <= now]
+            return [dataclasses.replace(r) for r in sorted(due, key=lambda r: r.created_at)]
         keys, swept = self._sweep, self._swept
         out: list[RunRecord] = []
         i = j = bisect.bisect_right(keys, after) if after is not None else 0
