@@ -7,6 +7,7 @@ a garbage collection (about 150 µs of GC per cycle, and memory that grew betwee
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,3 +57,18 @@ async def test_finished_trees_are_freed_without_the_garbage_collector(workdir: P
         gc.collect()
         leaked = sorted({type(o).__name__ for o in saved_garbage} & OURS)
     assert leaked == []
+
+
+@pytest.mark.parametrize("store", ["memory://", "sqlite"])
+async def test_a_closed_runtime_is_freed_by_reference_counting(workdir: Path, store: str,
+                                                               saved_garbage: list[object]) -> None:
+    """Dropping a closed Runtime frees it and everything it held at once: no cycle leaves it to a full collection."""
+    url = store if store == "memory://" else f"sqlite:///{workdir.parent}/state.db"
+    async with Runtime(model=FunctionModel(script), workdir=workdir, store=url) as rt:
+        for _ in range(3):
+            assert (await rt.run("hi")).text == "parent done"
+        refs = [weakref.ref(rt), weakref.ref(rt.manager), weakref.ref(rt.manager.tree)]
+    del rt
+    assert [r() is None for r in refs] == [True, True, True]  # freed with the gc disabled (by the fixture)
+    gc.collect()
+    assert not {type(o).__name__ for o in saved_garbage} & (OURS | {"Runtime", "AgentManager", "AgentTree"})

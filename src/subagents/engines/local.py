@@ -16,7 +16,6 @@ This is the only place in the package that creates the tasks agents run in.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -53,6 +52,5 @@ class LocalExecutor:
         services = list(self._services)
         for t in services:
             t.cancel()
-        for t in services:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        if services:  # asyncio.wait raises nothing: no traceback through this frame to keep it alive
+            await asyncio.wait(services)

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 import warnings
@@ -208,9 +207,9 @@ class Runtime:
             return
         self._closed = True
         if self._sweeper_task is not None:
-            self._sweeper_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper_task
+            task, self._sweeper_task = self._sweeper_task, None
+            task.cancel()
+            await asyncio.wait([task])  # (awaiting the task would put this frame in its CancelledError's traceback)
         await self.manager.shutdown()
         await self.manager.executor.aclose()
         await self.clients.aclose()  # the models' connections (no call is left running)
