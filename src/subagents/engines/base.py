@@ -46,6 +46,10 @@ class Executor(Protocol):
         """Start a runtime service (kept referenced until it ends; its failure is not lost)."""
         ...
 
+    async def stop_service(self, handle: RunHandle[Any]) -> None:
+        """Cancel a service and wait until it has ended (raises nothing)."""
+        ...
+
     async def aclose(self) -> None:
         """Cancel the services still running and wait for them (agent runs are closed by the runtime first)."""
         ...

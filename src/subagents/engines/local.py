@@ -20,6 +20,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from .base import RunHandle
+
 __all__ = ["LocalExecutor"]
 
 T = TypeVar("T")
@@ -47,6 +49,11 @@ class LocalExecutor:
         self._services.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("subagents service %s failed", task.get_name(), exc_info=task.exception())
+
+    async def stop_service(self, handle: RunHandle[Any]) -> None:
+        handle.cancel()
+        if isinstance(handle, asyncio.Future):  # asyncio.wait raises nothing: no traceback through this frame
+            await asyncio.wait([handle])
 
     async def aclose(self) -> None:
         services = list(self._services)

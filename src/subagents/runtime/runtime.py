@@ -208,8 +208,7 @@ class Runtime:
         self._closed = True
         if self._sweeper_task is not None:
             task, self._sweeper_task = self._sweeper_task, None
-            task.cancel()
-            await asyncio.wait([task])  # (awaiting the task would put this frame in its CancelledError's traceback)
+            await self.manager.executor.stop_service(task)
         await self.manager.shutdown()
         await self.manager.executor.aclose()
         await self.clients.aclose()  # the models' connections (no call is left running)
