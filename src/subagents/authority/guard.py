@@ -106,7 +106,7 @@ class AgentGuard:
         if auth.hooks is not None and auth.hooks.has("PreToolUse"):
             out = await self._hooks("PreToolUse", match=call.name, tool=call.name, arguments=args)
             if out.decision == "block":
-                self._record("hook_blocked", call.name, args, reason=out.reason)
+                self._audit("hook_blocked", call.name, args, reason=out.reason)
                 return ToolResultBlock(call.id, f"{call.name} was not run: a PreToolUse hook blocked it: "
                                                 f"{out.reason or 'no reason given'}", True)
             if out.arguments is not None and out.arguments != args:
@@ -119,7 +119,7 @@ class AgentGuard:
         verdict = auth.permissions.decide(self.mode, call.name, tool.category.value, args, root_id=self.root_id,
                                           root=auth.root)
         if verdict.action == "deny":
-            self._record("denied", call.name, args, reason=verdict.reason, rule=verdict.rule and verdict.rule.text)
+            self._audit("denied", call.name, args, reason=verdict.reason, rule=verdict.rule and verdict.rule.text)
             return ToolResultBlock(call.id, f"{call.name} was not run: {verdict.reason}. Do not retry the same "
                                             "call; continue without it or explain what you need.", True)
         if verdict.action == "ask" and not hook_allowed:
@@ -204,7 +204,7 @@ class AgentGuard:
             return prompt, None
         out = await self._hooks(event, match=self.info.agent_type, prompt=prompt)
         if out.decision == "block":
-            self._record("hook_blocked", None, None, reason=out.reason, event=event)
+            self._audit("hook_blocked", None, None, reason=out.reason, event=event)
             return prompt, f"blocked by a {event} hook: {out.reason or 'no reason given'}"
         return (prompt + "\n\n" + out.context if out.context else prompt), None
 
@@ -237,7 +237,7 @@ class AgentGuard:
             self.auth.audit(i.id, "hook_error", data)
         return out
 
-    def _record(self, kind: str, tool: str | None, args: dict[str, Any] | None, **data: Any) -> None:
+    def _audit(self, kind: str, tool: str | None, args: dict[str, Any] | None, **data: Any) -> None:
         payload = {"tool": tool, "arguments": args, **data}
         self.auth.emit(self.info, "tool_" + kind if not kind.startswith("hook") else kind, payload)
         self.auth.audit(self.info.id, kind, payload)

@@ -229,7 +229,7 @@ class AgentCore:
             return Stopped(Outcome.ERROR, None, str(e))
         except (TypeError, ValueError, KeyError, AttributeError, RuntimeError) as e:
             return Stopped(Outcome.ERROR, None, f"model {self.model.name!r} failed: {type(e).__name__}: {e}")
-        stop = self._record(response)
+        stop = self._take_reply(response)
         if stop is not None:
             return stop
         if not response.tool_calls:
@@ -256,7 +256,7 @@ class AgentCore:
         self._deltas = True
         self.emit("assistant_text", text=delta, delta=True)
 
-    def _record(self, r: ModelResponse) -> Stopped | None:
+    def _take_reply(self, r: ModelResponse) -> Stopped | None:
         """Step 4: append the assistant message, account usage and cost, check the budget."""
         content: list[TextBlock | ToolUseBlock | ToolResultBlock] = []
         if r.text:
