@@ -93,6 +93,7 @@ def test_environment_variables_come_from_the_table(project: tuple[Path, dict[str
     root, env = project
     assert ENV_VARS == {
         "SUBAGENTS_MODEL": "model.default", "SUBAGENTS_MAX_THREADS": "agents.max_threads",
+        "SUBAGENTS_WHEN_FULL": "agents.when_full",
         "SUBAGENTS_MAX_DEPTH": "agents.max_depth", "SUBAGENTS_STORE": "store.url",
         "SUBAGENTS_PERMISSION_MODE": "permissions.mode", "SUBAGENTS_SANDBOX": "sandbox.mode",
         "ANTHROPIC_API_KEY": "providers.anthropic.api_key", "OPENAI_API_KEY": "providers.openai.api_key"}

@@ -116,6 +116,7 @@ class Settings:
     allow_hardlinks: bool = _d("sandbox.allow_hardlinks")
     allow_other_devices: bool = _d("sandbox.allow_other_devices")
     hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # [[hooks.PreToolUse]] command = ...
+    when_full: str = _d("agents.when_full")  # after the others: the fields' positional order stays stable
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""

@@ -96,6 +96,9 @@ _FIXED: tuple[Key, ...] = (
         env="SUBAGENTS_MODEL", field="model_default"),
     Key("agents", "max_threads", "positive integer", 4, "sub-agents running at once (root agents hold no slot)",
         env="SUBAGENTS_MAX_THREADS", field="max_threads"),
+    Key("agents", "when_full", _one_of("refuse", "queue"), "refuse",
+        "a spawn over `max_threads`: refused, or (`queue`) a background one waits for a free slot, first come "
+        "first served", env="SUBAGENTS_WHEN_FULL", field="when_full"),
     Key("agents", "max_depth", "non-negative integer", 2, "how deep sub-agents may nest (0: no sub-agents)",
         env="SUBAGENTS_MAX_DEPTH", field="max_depth"),
     Key("agents", "briefing", "string", "", "shared context given to every child", field="briefing"),

@@ -73,9 +73,13 @@ class ManagerControl:
         except SpawnError as e:
             raise ToolError(str(e)) from None
         if node.background:
-            out = {"agent_id": node.id, "nickname": node.nickname, "status": "running",
+            ahead = self.mgr.slots.ahead(node)
+            out = {"agent_id": node.id, "nickname": node.nickname, "status": "running" if ahead is None else "queued",
                    "permission_mode": node.mode,
                    "note": "runs in the background; its result will be announced to you, or collect it with wait"}
+            if ahead is not None:
+                out["queued"] = (f"queued: {ahead} agents ahead of it; it starts when a slot frees (max_threads="
+                                 f"{self.mgr.cfg.max_threads})")
             if node.narrowed:
                 out["narrowed"] = "; ".join(node.narrowed)
             return json.dumps(out)

@@ -33,14 +33,17 @@ class ManagerSettings:
     """The knobs of a manager (filled from :class:`~subagents.config.Settings` by the Runtime)."""
 
     __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "child_limits", "default_limits", "max_depth",
-                 "max_threads", "permission_mode", "prices", "result_max_chars")
+                 "max_threads", "permission_mode", "prices", "result_max_chars", "when_full")
 
     def __init__(self, *, max_threads: int = 4, max_depth: int = 2, result_max_chars: int = 20_000,
                  base_prompt: str = "", briefing: str = "", default_limits: Limits | None = None,
                  bash_timeout_s: float = 120.0, permission_mode: str = "default",
-                 child_limits: Limits | None = None, prices: PriceTable | None = None) -> None:
+                 child_limits: Limits | None = None, prices: PriceTable | None = None,
+                 when_full: str = "refuse") -> None:
         if max_threads < 1:
             raise ConfigError(f"max_threads must be at least 1, got {max_threads}")
+        if when_full not in ("refuse", "queue"):
+            raise ConfigError(f"when_full must be 'refuse' or 'queue', got {when_full!r}")
         if max_depth < 0:
             raise ConfigError(f"max_depth must be 0 or more, got {max_depth}")
         self.max_threads = max_threads
@@ -53,6 +56,7 @@ class ManagerSettings:
         self.bash_timeout_s = bash_timeout_s
         self.permission_mode = permission_mode
         self.prices = prices or BUILTIN_PRICES  # the runtime's [pricing] over the built-in table
+        self.when_full = when_full  # over max_threads: refuse the spawn, or queue a background one
 
 
 

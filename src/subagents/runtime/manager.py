@@ -88,7 +88,7 @@ class AgentManager:
         self.nodes = self.tree.nodes
         self.recorder = Recorder(store, bus, self.nodes)
         self.announcements = Announcements(self.nodes, self.recorder)
-        self.slots = SlotPool(settings.max_threads, settings.max_depth, self.tree.slot_holders)
+        self.slots = SlotPool(settings.max_threads, settings.max_depth, self.tree.slot_holders, settings.when_full)
         self.todos: dict[str, list[dict[str, Any]]] = {}
         self.factory = AgentFactory(self.tools, max_depth=settings.max_depth, runtime_mode=settings.permission_mode,
                                     workdir=str(workspace.root), model=model, resolve_model=resolve_model)
@@ -153,7 +153,8 @@ class AgentManager:
         # 3-4. model (spawn argument > runtime override > definition > parent's > runtime default)
         mdl = self.factory.model_for(d, parent.core.model if parent else None, model)
         # 7. reserve the slot first: cheap refusals before any work
-        with self.slots.reserve(depth, parent) as reservation:
+        with self.slots.reserve(depth, parent, background=d.background if background is None else background
+                                ) as reservation:
             # 3. limits: definition, then per-spawn override, capped by what the parent has left
             wanted = self.factory.limits(self.cfg.default_limits if parent is None else self.cfg.child_limits, d
                                          ).merged(limits)
@@ -173,7 +174,10 @@ class AgentManager:
         if parent is not None:
             parent.children.append(node.id)
         self.recorder.created(node)
-        self.start(node, None if history else prompt)
+        if reservation.queued:  # no slot free (when_full="queue"): it starts when one frees (see finish)
+            self.recorder.emit(node, "subagent_queued", ahead=self.slots.enqueue(node, None if history else prompt))
+        else:
+            self.start(node, None if history else prompt)
         return node
 
     def assemble(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
@@ -271,7 +275,9 @@ class AgentManager:
             return
         node.result, node.task = result, None  # the finished task (and its coroutine) is not kept
         node.status = result.status
-        self.slots.release(node)
+        nxt = self.slots.release(node)
+        if nxt is not None:  # the oldest queued agent takes the freed slot
+            self.start(nxt[0], nxt[1], before=nxt[2])
         parent = self.nodes.get(node.parent_id) if node.parent_id else None
         ann = None
         if node.background and parent is not None:
@@ -337,8 +343,10 @@ class AgentManager:
         node = self.tree.require(ref)
         victims = self.tree.subtree(node)
         tasks = []
-        for n in reversed(victims):  # deepest first
-            if not n.status.is_final() and n.task is not None:
+        for n in reversed(victims):  # deepest first; a queued one leaves the queue (it never starts)
+            if not n.status.is_final() and n.task is None:
+                self.slots.withdraw(n)
+            elif not n.status.is_final() and n.task is not None:
                 if not n.closing:  # cancel once: a second cancel would interrupt its cleanup
                     n.closing = True
                     n.task.cancel()

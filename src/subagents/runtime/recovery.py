@@ -26,6 +26,7 @@ Afterwards no record is ``running`` without a live task behind it.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -162,10 +163,17 @@ def adopt_tree(mgr: AgentManager, store: Store, root_id: str) -> list[AgentNode]
 
 
 def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreReport) -> None:
-    """Resume a re-created, unfinished agent from its transcript."""
+    """Resume a re-created, unfinished agent from its transcript (or queue it for a slot, see SlotPool.take)."""
     core = node.core
     mgr.nicknames.hold(node.nickname)
-    mgr.slots.take(node)
+
+    def launch(prompt: str | None, before: Callable[[], Awaitable[None]] | None = None) -> None:
+        if mgr.slots.take(node, mgr.nodes.get(node.parent_id) if node.parent_id else None):
+            mgr.start(node, prompt, before=before)
+        else:
+            mgr.recorder.emit(node, "subagent_queued", ahead=mgr.slots.enqueue(node, prompt, before))
+        report.resumed.append(node.id)
+
     prompt: str | None = None
     last = core.messages[-1] if core.messages else None
     if last is None:
@@ -185,8 +193,7 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
                     ready[call_id] = spawn_result(mgr, call_id, child_rec, await mgr.wait_one(kid))
                 _answer(node, last, ready)
 
-            mgr.start(node, None, before=hand_over)
-            report.resumed.append(node.id)
+            launch(None, hand_over)
             return
         _answer(node, last, ready)
     elif last.role == "assistant":  # the answer was recorded, the final status was not
@@ -194,8 +201,7 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
         mgr.finish(node, core.result(Final(last.text)))
         report.finished.append(node.id)
         return
-    mgr.start(node, prompt)
-    report.resumed.append(node.id)
+    launch(prompt)
 
 
 def _answer(node: AgentNode, last: Message, ready: dict[str, ToolResultBlock]) -> None:

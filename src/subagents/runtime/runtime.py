@@ -55,11 +55,13 @@ __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
 @dataclass(slots=True, frozen=True)
 class AgentHandle:
-    """What ``spawn`` and ``resume`` return: the agent's id (a UUID) and nickname."""
+    """What ``spawn`` and ``resume`` return: the agent's id (a UUID) and nickname; ``queued``: no thread slot
+    was free (``when_full="queue"``), it starts when one frees (its status is ``pending_init`` until then)."""
 
     id: str
     nickname: str
     agent_type: str
+    queued: bool = False
 
 
 @dataclass(slots=True, frozen=True)
@@ -96,6 +98,7 @@ class Runtime:
         settings: Settings | None = None,
         store: Store | str | None = None,
         max_threads: int | None = None,
+        when_full: str | None = None,
         max_depth: int | None = None,
         agents: Sequence[AgentDefinition] = (),
         tools: Sequence[Tool | Callable[..., Any]] = (),
@@ -115,13 +118,18 @@ class Runtime:
             raise UserError(f"workdir {str(root)!r} is not a directory; pass an existing project directory")
         self.workdir = root.resolve()
         self.settings = settings or load_settings(self.workdir, overrides={
-            "max_threads": max_threads, "max_depth": max_depth, "permission_mode": permission_mode,
+            "max_threads": max_threads, "when_full": when_full, "max_depth": max_depth,
+            "permission_mode": permission_mode,
             "sandbox_mode": sandbox if isinstance(sandbox, str) else None})
         s = self.settings
         if max_threads is not None:
             s.max_threads = max_threads
         if max_depth is not None:
             s.max_depth = max_depth
+        if when_full is not None:
+            if when_full not in ("refuse", "queue"):
+                raise ConfigError(f"when_full must be 'refuse' or 'queue', got {when_full!r}")
+            s.when_full = when_full
         if permission_mode is not None:
             try:
                 s.permission_mode = canonical_mode(permission_mode)
@@ -154,7 +162,8 @@ class Runtime:
                                      briefing=s.briefing, bash_timeout_s=s.bash_timeout_s,
                                      default_limits=Limits(max_turns=s.root_max_turns or None).merged(limits),
                                      child_limits=Limits(max_turns=s.child_max_turns or None),
-                                     permission_mode=s.permission_mode, prices=self.prices),
+                                     permission_mode=s.permission_mode, prices=self.prices,
+                                     when_full=s.when_full),
             control_factory=ManagerControl,
         )
         from ..sandbox.shell import ShellSandbox  # loaded with the first Runtime, not on `import subagents`
@@ -271,7 +280,8 @@ class Runtime:
         ``isolation="worktree"``: in its own git worktree)."""
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=background,
                            label=label, parent=parent, cleanup=cleanup, isolation=isolation)
-        return AgentHandle(node.id, node.nickname, node.info.agent_type)
+        return AgentHandle(node.id, node.nickname, node.info.agent_type,
+                           queued=self.manager.slots.ahead(node) is not None)
 
     def _spawn(self, *, agent_type: str, prompt: str, limits: Limits | None, model: Model | str | None,
                background: bool, label: str | None = None, parent: str | None = None, cleanup: str = "keep",
