@@ -36,18 +36,39 @@ _ADD_PROMPTS = ("INSERT INTO prompts (key, text, refs) VALUES (?, ?, ?) "
 _DROP_PROMPT = "UPDATE prompts SET refs = refs - 1 WHERE key = (SELECT prompt_key FROM runs WHERE run_id = ?)"
 _PROMPT_KEYS: dict[str, str] = {}  # prompt text -> key (the runtime reuses one str per distinct prompt)
 ANN_COLS = "id, parent_id, child_id, text, created_at, delivered_at"
+_JSON_SEEN: dict[tuple[tuple[str, type, Any], ...], str] = {}
 
+
+
+def _json_col(v: Any, seen: bool = True) -> str:
+    """A JSON column's text: ``{}`` at once, and (``seen``) the few distinct small dicts — the limits of
+    each agent type, worktree records — encoded once.  Usage differs from run to run: not cached."""
+    if not v:
+        return "{}"
+    if not seen:
+        return _encode(v)
+    try:
+        key = tuple([(k, type(x), x) for k, x in v.items()])
+        text = _JSON_SEEN.get(key)
+    except (TypeError, AttributeError):  # unhashable values (lists, dicts): encode every time
+        return _encode(v)
+    if text is None:
+        if len(_JSON_SEEN) >= 256:
+            _JSON_SEEN.clear()
+        text = _JSON_SEEN[key] = _encode(v)
+    return text
 
 
 def _col_value(name: str, v: Any) -> Any:
     if name in _JSON_COLS:
-        return _encode(v)
+        return _json_col(v, name != "usage")
     if name in _BOOL_COLS:
         return int(bool(v))
     return v
 
 
 _get_row = operator.attrgetter(*RUN_COLUMNS)
+_USAGE_AT = RUN_COLUMNS.index("usage")
 _JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_JSON_COLS))
 _BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_BOOL_COLS))
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -109,7 +130,7 @@ def _record_row(rec: RunRecord, prompts: dict[str, list[Any]]) -> list[Any]:
     """The ``runs`` row of ``rec`` (its system prompt replaced by its key; ``prompts``: key -> [text, uses])."""
     row: list[Any] = list(_get_row(rec))
     for i in _JSON_IDX:
-        row[i] = _encode(row[i])
+        row[i] = _json_col(row[i], i != _USAGE_AT)
     for i in _BOOL_IDX:
         row[i] = int(bool(row[i]))
     text = row[_PROMPT_AT]
@@ -254,6 +275,8 @@ class Plan:
             if prompts:
                 c.executemany(_ADD_PROMPTS, [(k, t, n) for k, (t, n) in prompts.items()])
             _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS) + 1, rows)
+            for r in self.inserts:  # a new run has no transcript yet: its first appends need no cut
+                tails.setdefault(r, 0)
         by_keys: dict[tuple[str, ...], list[list[Any]]] = {}
         for run_id, fields in self.updates.items():
             if "system_prompt" in fields:  # the text set here is the prompt from now on

@@ -15,6 +15,7 @@ import queue
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,9 @@ class Writer:
         self.committed = 0   # operations committed or failed (writer thread)
         self.lease: LeaseTerms | None = None  # set by the calling side when it first owns a run
         self.checkpointer: Checkpointer | None = None  # its restart_due is acted on after a commit
+        self.inflight = 0  # batches queued or being committed (under _idle_lock)
+        self._idle_lock = threading.Lock()
+        self._on_idle: tuple[asyncio.AbstractEventLoop, Callable[[], None]] | None = None
         self._next_renewal = 0.0
         self._cond = threading.Condition()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], int]] = []
@@ -66,6 +70,24 @@ class Writer:
         """Write the lease with the next transaction (so with the first run it covers), then renew it."""
         self._next_renewal = 0.0
         self.lease = terms
+
+    def submit(self, batch: Batch) -> None:
+        """Queue a prepared batch for the writer."""
+        with self._idle_lock:
+            self.inflight += 1
+        self.queue.put(batch)
+
+    def defer_until_idle(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
+        """Have ``callback`` called on ``loop`` once no batch is queued or committing (one at a time: a new
+        one replaces the last); ``False``, and nothing registered, when the writer is idle already.
+
+        Group commit: while the writer commits, the calling side keeps gathering instead of queueing
+        one small batch after another, so each transaction carries everything since the last."""
+        with self._idle_lock:
+            if self.inflight == 0:
+                return False
+            self._on_idle = (loop, callback)
+            return True
 
     def wait_room(self, limit: int) -> None:
         """Block until the backlog is under ``limit`` (or the writer failed or stopped)."""
@@ -103,6 +125,12 @@ class Writer:
             if self.error is None:
                 self._commit(calls)
             self._done(sum(b[2] for b in real), stop)
+            with self._idle_lock:
+                self.inflight -= len(real)
+                wake, self._on_idle = (self._on_idle, None) if self.inflight == 0 else (None, self._on_idle)
+            if wake is not None:
+                with contextlib.suppress(RuntimeError):  # that event loop is closed
+                    wake[0].call_soon_threadsafe(wake[1])
             ck = self.checkpointer
             if ck is not None and ck.restart_due:  # the WAL grew past its bound: start it over
                 ck.restart_due = False

@@ -154,7 +154,15 @@ class SQLiteStore:
             self._handoff()
         else:  # the first op of a batch: hand it over in linger_s
             self._timer_loop = loop
-            loop.call_later(self._linger, self._handoff)
+            loop.call_later(self._linger, self._handoff_due)
+
+    def _handoff_due(self) -> None:
+        """The batching delay passed: hand the batch over — or, while the writer is still busy, keep
+        gathering and hand over the moment it is done (one transaction then carries all of it)."""
+        loop = self._timer_loop
+        if loop is not None and self._w.defer_until_idle(loop, self._handoff_due):
+            return
+        self._handoff()
 
     def _handoff(self) -> None:
         """Fold the pending ops into statements (on the calling thread) and queue them for the writer.
@@ -181,7 +189,7 @@ class SQLiteStore:
         except (ValueError, TypeError, OverflowError) as e:
             self._w.error = store_error(self.path, e, "preparing a write")
             stmts.calls.clear()
-        self._w.queue.put((stmts.calls, signals, n))
+        self._w.submit((stmts.calls, signals, n))
 
     async def room(self) -> None:
         """Wait, without blocking the event loop, while the backlog is over half its bound (back-pressure
