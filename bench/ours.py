@@ -2,6 +2,7 @@
 
     python bench/ours.py seq [--iters 2000] [--warmup 200]   # (1) delegation cycle + bare run, µs
     python bench/ours.py fanout N                           # (2) one parent turn, N background children
+    python bench/ours.py fanout N --max-threads M --when-full queue   # ... M at a time, the others queued
     python bench/ours.py wakeup [--reps 500]                # (3) child completion -> waiter resumes, µs
     python bench/ours.py restore [--finished 100000 --open 1000]   # (4) open a big store
     ... [--store sqlite|memory]
@@ -171,10 +172,16 @@ async def seq(workdir: str, store: str, iters: int, warmup: int) -> dict[str, An
 
 # --------------------------------------------------------------------------------------------
 # (2) fan-out
-async def fanout(workdir: str, store: str, n: int, warmup_n: int = 10) -> dict[str, Any]:
+async def fanout(workdir: str, store: str, n: int, warmup_n: int = 10, max_threads: int | None = None,
+                 when_full: str = "refuse") -> dict[str, Any]:
+    """One parent turn spawns ``n`` background children, then waits for them (in chunks of 100).
+
+    ``max_threads`` (default: room for all) with ``when_full="queue"``: the children beyond it wait for a
+    slot (first in, first out)."""
     script = Script()
+    threads = max_threads if max_threads is not None else max(n, warmup_n) + 16
     async with make_runtime(FunctionModel(script, inline=True), workdir, store,
-                            max_threads=max(n, warmup_n) + 16) as rt:
+                            max_threads=threads, when_full=when_full) as rt:
         assert (await rt.run("do the thing")).text == PARENT_TEXT
         script.n = warmup_n
         assert (await rt.run("fanout")).text == PARENT_TEXT
@@ -188,8 +195,43 @@ async def fanout(workdir: str, store: str, n: int, warmup_n: int = 10) -> dict[s
         assert script.calls["child"] - before == n
         t1 = time.perf_counter()
     close_s = time.perf_counter() - t1
-    return {"n": n, "wall_ms": dt * 1e3, "per_child_us": dt / n * 1e6, "rss_before_mb": rss0,
+    floor = await _fanout_floor(n, threads)
+    return {"n": n, "max_threads": threads, "when_full": when_full,
+            "wall_ms": dt * 1e3, "per_child_us": dt / n * 1e6, "floor_per_child_us": floor * 1e6,
+            "x_floor": round(dt / n / floor, 1), "rss_before_mb": rss0,
             "peak_rss_mb": peak_rss_mb(), "close_ms": close_s * 1e3, "model_calls": script.calls}
+
+
+async def _fanout_floor(n: int, threads: int) -> float:
+    """Plain asyncio: ``n`` tasks, ``threads`` at a time, the next one started when one ends (first in, first
+    out, as the slot queue does); seconds per task.  (Not ``asyncio.Semaphore``: its wake-up is quadratic in
+    the waiters on Python 3.11.)"""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    left = [n]
+    started = [0]
+
+    async def child() -> str:
+        await asyncio.sleep(0)
+        return CHILD_TEXT
+
+    def ended(t: asyncio.Task[str]) -> None:
+        assert t.result() == CHILD_TEXT
+        left[0] -= 1
+        if started[0] < n:
+            start()
+        elif left[0] == 0:
+            done.set_result(None)
+
+    def start() -> None:
+        started[0] += 1
+        loop.create_task(child()).add_done_callback(ended)
+
+    t0 = time.perf_counter()
+    for _ in range(min(threads, n)):
+        start()
+    await done
+    return (time.perf_counter() - t0) / n
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,6 +374,8 @@ def main() -> None:
     f = sub.add_parser("fanout")
     f.add_argument("n", type=int)
     f.add_argument("--warmup-n", type=int, default=10)
+    f.add_argument("--max-threads", type=int, default=None, help="default: room for every child")
+    f.add_argument("--when-full", choices=["refuse", "queue"], default="refuse")
     w = sub.add_parser("wakeup")
     w.add_argument("--reps", type=int, default=500)
     r = sub.add_parser("restore")
@@ -347,7 +391,7 @@ def main() -> None:
         if a.cmd == "seq":
             res.update(asyncio.run(seq(d, url, a.iters, a.warmup)))
         elif a.cmd == "fanout":
-            res.update(asyncio.run(fanout(d, url, a.n, a.warmup_n)))
+            res.update(asyncio.run(fanout(d, url, a.n, a.warmup_n, a.max_threads, a.when_full)))
         elif a.cmd == "wakeup":
             res.update(asyncio.run(wakeup(d, url, a.reps)))
         else:
