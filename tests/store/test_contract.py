@@ -194,3 +194,17 @@ def test_audit_entries_read_back_in_order_and_go_with_a_deleted_run(store: Store
     store.flush()
     assert store.audit_of("r1") == []
     assert [a.kind for a in store.audit_of("r2")] == ["denied"]
+
+
+def test_root_nicknames_are_those_of_the_roots_of_a_type(store: Store) -> None:
+    def run(run_id: str, nickname: str, agent_type: str = "explore", **kw: object) -> RunRecord:
+        return RunRecord(run_id=run_id, agent_id=run_id, nickname=nickname, agent_type=agent_type, task="t",
+                         **kw)  # type: ignore[arg-type]
+
+    store.create_run(run("a", "explore-ada"))
+    store.create_run(run("b", "explore-alan", archived=True))
+    store.create_run(run("c", "explore-grace", parent_id="a"))
+    store.create_run(run("d", "plan-ada", agent_type="plan"))
+    store.flush()
+    assert store.root_nicknames("explore") == {"explore-ada", "explore-alan"}
+    assert store.root_nicknames("verify") == set()

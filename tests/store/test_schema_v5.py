@@ -130,6 +130,7 @@ def test_the_queries_on_hot_columns_use_an_index(tmp_path: Path) -> None:
         assert "SCAN runs" not in plan("SELECT q.id FROM requests q JOIN runs r ON r.run_id = q.run_id "
                                        "WHERE q.done_at IS NULL AND r.owner = ?", "o")
         assert "INDEX prompts_unused" in plan("DELETE FROM prompts WHERE refs <= 0")
+        assert "INDEX runs_parent" in plan("SELECT nickname FROM runs WHERE parent_id IS NULL AND agent_type = ?", "x")
     finally:
         conn.close()
 

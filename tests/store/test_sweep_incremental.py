@@ -132,3 +132,4 @@ def test_the_sweep_step_query_uses_the_sweep_index(tmp_path: Path) -> None:
         assert "TEMP B-TREE" not in plan, plan
     finally:
         conn.close()
+

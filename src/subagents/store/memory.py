@@ -114,6 +114,9 @@ class MemoryStore:
         kids = sorted((r for r in self.runs.values() if r.parent_id == parent_id), key=lambda r: r.created_at)
         return [r.run_id for r in kids]
 
+    def root_nicknames(self, agent_type: str) -> set[str]:
+        return {r.nickname for r in self.runs.values() if r.parent_id is None and r.agent_type == agent_type}
+
     def transcript(self, run_id: str) -> list[Message]:
         return list(self.transcripts.get(run_id, []))
 

@@ -351,6 +351,10 @@ class SQLiteStore:
         rows = self._read("SELECT run_id FROM runs WHERE parent_id = ? ORDER BY created_at, rowid", (parent_id,))
         return [r[0] for r in rows]
 
+    def root_nicknames(self, agent_type: str) -> set[str]:
+        rows = self._read("SELECT nickname FROM runs WHERE parent_id IS NULL AND agent_type = ?", (agent_type,))
+        return {r[0] for r in rows}
+
     def transcript(self, run_id: str) -> list[Message]:
         rows = self._read("SELECT message FROM transcript WHERE run_id = ? ORDER BY seq", (run_id,))
         return [message_from_dict(json.loads(r[0])) for r in rows]
