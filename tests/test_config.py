@@ -130,7 +130,7 @@ def test_api_keys_are_masked_when_shown(dirs: tuple[Path, Path, dict[str, str]])
         ("[tools]\nbash_timeout_s = [1]\n", "[tools] bash_timeout_s must be a positive number, got an array"),
         ("[agents]\nmax_thread = 4\n",
          "unknown key [agents] max_thread (did you mean max_threads?); "
-         "known keys of [agents]: max_threads, max_depth, briefing, result_max_chars"),
+         "known keys of [agents]: max_threads, when_full, max_depth, briefing, result_max_chars"),
         ("[agent]\nmax_threads = 4\n",
          "unknown section [agent] (did you mean agents?); "
          "known sections: agents, cleanup, hooks, limits, model, permissions, pricing, providers, sandbox, "

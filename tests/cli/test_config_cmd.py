@@ -45,7 +45,8 @@ def test_config_show_reports_bad_files(isolated: Path, capsys: pytest.CaptureFix
     assert main(["config", "show"]) == 2
     assert capsys.readouterr().err == (
         f"error: {isolated.resolve()}/.subagents/config.toml: unknown key [agents] threads "
-        "(did you mean max_threads?); known keys of [agents]: max_threads, max_depth, briefing, result_max_chars\n"
+        "(did you mean max_threads?); known keys of [agents]: max_threads, when_full, max_depth, briefing, "
+        "result_max_chars\n"
     )
 
 
