@@ -194,9 +194,11 @@ class SQLiteStore:
     async def room(self) -> None:
         """Wait, without blocking the event loop, while the backlog is over half its bound (back-pressure
         for asynchronous producers; a synchronous call blocks briefly only at the bound itself)."""
-        if self._w.backlog >= self.max_backlog // 2:
-            self._handoff()
-            await self._w.room(self.max_backlog // 2)
+        w = self._w
+        if w.backlog >= self.max_backlog // 2:
+            if w.inflight == 0:  # else the gathered batch goes as soon as the writer is idle (group commit)
+                self._handoff()
+            await w.room(self.max_backlog // 2)
 
     def create_run(self, rec: RunRecord) -> None:
         """Record a new run; the store takes ``rec`` over (the caller must not change it afterwards)."""
