@@ -81,7 +81,6 @@ class NicknamePool:
 
 def _stored_root_names(store: Store, agent_type: str) -> set[str]:
     try:
-        return {r.nickname for r in store.list_runs(include_archived=True)
-                if r.parent_id is None and r.agent_type == agent_type}
+        return store.root_nicknames(agent_type)  # one indexed read of one column, not every record
     except StoreError:  # an unreadable store is reported where it matters; names only need to be distinct
         return set()
