@@ -7,8 +7,7 @@
 2. Replays those batches on a fresh store file, on one thread, and times each statement kind and the
    ``COMMIT``s.  Variants, interleaved: ``as_is`` (the store's own connection settings);
    ``ckpt_on_writer`` (``wal_autocheckpoint=1000`` on the writer: SQLite's default, where the committing
-   thread also copies the WAL back into the database every ~4 MB); ``no_prompts`` (every run's system
-   prompt empty: the most that storing each prompt once could save); ``v4_indexes`` (the schema 4
+   thread also copies the WAL back into the database every ~4 MB); ``v4_indexes`` (the schema 4
    indexes on ``runs.status`` and ``runs.owner`` instead of the schema 5 ones).
 
 Prints one JSON line: µs of writer CPU time per cycle (``time.thread_time``: robust to a busy machine)
@@ -36,7 +35,6 @@ from subagents import Runtime
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.store import _writer
 from subagents.store._open import WRITER_PRAGMAS
-from subagents.store._schema import RUN_COLUMNS
 from subagents.store.sqlite import SQLiteStore
 
 Calls = list[tuple[str, Any, bool]]
@@ -74,24 +72,6 @@ def kind(sql: str) -> str:
     table = next((w for w in words if w in ("runs", "transcript", "announcements", "owners", "prompts",
                                             "requests", "audit")), "?")
     return f"{words[0].lower()} {table}"
-
-
-_PROMPT = RUN_COLUMNS.index("system_prompt")
-
-
-def blank_prompts(batches: list[Calls]) -> list[Calls]:
-    """The same batches with every run's system prompt empty (what storing each prompt once would save)."""
-    out = []
-    for calls in batches:
-        new = []
-        for sql, params, many in calls:
-            if sql.startswith("INSERT OR REPLACE INTO runs") and not many:
-                params = list(params)
-                for i in range(_PROMPT, len(params), len(RUN_COLUMNS)):
-                    params[i] = ""
-            new.append((sql, params, many))
-        out.append(new)
-    return out
 
 
 V4_INDEXES = ("DROP INDEX runs_open", "DROP INDEX runs_sweep", "CREATE INDEX runs_status ON runs(status)",
@@ -142,7 +122,7 @@ def main() -> None:
         out: dict[str, Any] = {"bench": "store_writer", "cycles": a.cycles, "batches": len(batches)}
         variants: dict[str, tuple[list[Calls], int | None, tuple[str, ...]]] = {
             "as_is": (batches, None, ()), "ckpt_on_writer": (batches, 1000, ()),
-            "no_prompts": (blank_prompts(batches), None, ()), "v4_indexes": (batches, None, V4_INDEXES)}
+            "v4_indexes": (batches, None, V4_INDEXES)}
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
         for r in range(a.reps):  # interleaved: the variants share the machine's noise
             for name, (b, ck, setup) in variants.items():
