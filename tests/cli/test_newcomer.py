@@ -363,7 +363,7 @@ def test_cwd_is_one_global_option(isolated: Path, durable: None, tmp_path: Path)
                  ["--cwd", str(other), "runs", "list"]):
         code, out, err = cli(*argv)
         assert code == 0, (argv, err)
-        assert run_id[:8] in out, argv
+        assert run_id[-8:] in out, argv
     assert cli("runs", "show", "cafe", "--cwd", str(other))[0] == 0
     (other / "marker.txt").write_text("x")
     lister = FunctionModel(lambda r: ModelResponse("ok", [ToolCall("list_dir", {"path": "."})])

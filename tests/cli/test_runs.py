@@ -14,9 +14,9 @@ from subagents.store import RunRecord
 from subagents.store.sqlite import SQLiteStore
 
 DEAD = "gone-host:999999999:x"
-ROOT = "aaaa1111-0000-0000-0000-000000000000"
-KID = "bbbb2222-0000-0000-0000-000000000000"
-KID2 = "bbbb3333-0000-0000-0000-000000000000"
+ROOT = "019ab000-0000-7000-8000-0000aaaa1111"  # version 7: time first, the listed end random
+KID = "019ab000-0001-7000-8000-0000bbbb2222"
+KID2 = "019ab000-0001-7000-8000-0000bbbb3333"
 
 
 def rec(run_id: str, nickname: str, **kw: object) -> RunRecord:
@@ -57,13 +57,15 @@ def test_list_and_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_ids_by_prefix_or_nickname_and_clear_refusals(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(db, "show", "explore-ada", "--json") == 0
     assert json.loads(capsys.readouterr().out)["run_id"] == KID
-    assert run(db, "show", "aaaa") == 0
+    assert run(db, "show", "aaaa1111") == 0  # the short id a listing shows (the end of the id)
     out = capsys.readouterr().out
     assert "general-purpose-ada says hi" in out
     assert "stats:                 runtime 2.0s" in out
-    assert run(db, "show", "bbbb") == 2
+    assert run(db, "show", "019ab000-0000", "--json") == 0  # a unique prefix
+    assert json.loads(capsys.readouterr().out)["run_id"] == ROOT
+    assert run(db, "show", "019ab000-0001") == 2
     assert capsys.readouterr().err == (
-        "error: 'bbbb' matches 2 runs (bbbb2222-000 (explore-ada), bbbb3333-000 (explore-grace)); "
+        f"error: '019ab000-0001' matches 2 runs ({KID} (explore-ada), {KID2} (explore-grace)); "
         "give more characters of the id\n")
     assert run(db, "show", "zzzz") == 2
     assert capsys.readouterr().err == ("error: no run matches 'zzzz'; 'subagents runs list --all' shows the runs "
@@ -71,7 +73,7 @@ def test_ids_by_prefix_or_nickname_and_clear_refusals(db: Path, capsys: pytest.C
 
 
 def test_tree_and_tail(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(db, "tree", "aaaa") == 0
+    assert run(db, "tree", "1111") == 0
     assert capsys.readouterr().out == (
         "general-purpose-ada [general-purpose] completed/ok aaaa1111  the root\n"
         "  explore-ada [explore] completed/ok bbbb2222  docs\n"

@@ -59,7 +59,7 @@ async def test_changes_are_kept_on_a_branch_and_the_parent_checkout_is_untouched
     async with Runtime(model, workdir=repo, store="memory://", permission_mode="yolo") as rt:
         await rt.run("go")
         child = next(n for n in rt.manager.nodes.values() if n.depth == 1)
-    wt = repo / ".subagents" / "worktrees" / f"{child.nickname}-{child.id[:8]}"
+    wt = repo / ".subagents" / "worktrees" / f"{child.nickname}-{child.id[-8:]}"
     branch = f"subagents/{child.nickname}"
     assert (repo / "app.py").read_text() == "print('parent work in progress')\n"
     assert not (repo / "notes.md").exists()
@@ -108,7 +108,7 @@ async def test_a_definition_and_the_python_api_ask_for_isolation(repo: Path) -> 
     assert not (repo / "out.txt").exists()
     for r in (r1, r2):
         assert "[worktree kept with changes: " in r.text
-        assert (repo / ".subagents" / "worktrees" / f"{r.nickname}-{r.id[:8]}" / "out.txt").read_text() == r.nickname
+        assert (repo / ".subagents" / "worktrees" / f"{r.nickname}-{r.id[-8:]}" / "out.txt").read_text() == r.nickname
 
 
 async def test_a_clear_error_when_there_is_no_repository(workdir: Path) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..authority.approvals import ApprovalRequest, Decision
+from ..ids import short_id
 
 if TYPE_CHECKING:
     from ..runtime.events import Event
@@ -105,7 +106,7 @@ class Notices:
 
     def __call__(self, ev: Event) -> None:
         d = ev.data
-        who = ev.nickname or ev.agent_id[:8]
+        who = ev.nickname or short_id(ev.agent_id)
         if ev.kind == "hook_error":
             after = "the call was blocked (on_error = \"block\")" if d.get("on_error") == "block" else "the run went on"
             self.emit(f"subagents: hook error ({d.get('event')}, {d.get('source') or 'python'}): {d.get('message')}; "

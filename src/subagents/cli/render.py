@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..ids import short_id
+
 if TYPE_CHECKING:
     from rich.live import Live
 
@@ -67,7 +69,7 @@ class AgentRow:
 
     def line(self, width: int | None = None) -> str:
         """The row; with ``width``, the activity is cut (with …) so that the row fits in it."""
-        name = self.nickname or self.id[:8]
+        name = self.nickname or short_id(self.id)
         kind = f" [{self.agent_type}]" if self.agent_type and not name.startswith(self.agent_type) else ""
         mark = "✓" if self.status == "completed" else "✗" if self.status in ("errored", "shutdown") else "•"
         stats = [f"turn {self.turns}", _n(self.tool_calls, "tool call")]

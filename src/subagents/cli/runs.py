@@ -1,6 +1,7 @@
 """``subagents runs``: look at and steer the runs recorded in a project's store.
 
-IDs may be given whole, as a unique prefix (4+ characters) or as a nickname (the latest run with it).
+IDs may be given whole, as a unique prefix or suffix (4+ characters; listings show the last 8) or as a nickname
+(the latest run with it).
 ``--cwd`` and ``--store`` go before or after the command (``runs --cwd X list`` = ``runs list --cwd X``).
 The commands that only read (``list``, ``show``, ``tree``, ``tail``, ``wait``) never create a store: with
 none yet, they say so.
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 import click
 
 from ..exceptions import UserError
+from ..ids import id_matches, short_id
 from ..store.base import RunRecord, Store
 from .common import cwd_option, store_option, store_url, workdir
 from .runs_text import age, audit_line, descendants, echo_message
@@ -63,7 +65,7 @@ def _sqlite_path(url: str, cwd: Path) -> Path | None:
 
 
 def resolve_run(store: Store, ref: str) -> RunRecord:
-    """A run by id, unique id prefix (4+ characters) or nickname (the latest); ``UserError`` otherwise."""
+    """A run by id, unique id prefix or suffix (4+ characters) or nickname (the latest); ``UserError`` otherwise."""
     rec = store.get_run(ref)
     if rec is not None:
         return rec
@@ -72,13 +74,13 @@ def resolve_run(store: Store, ref: str) -> RunRecord:
     if by_nick:
         return by_nick[-1]
     if len(ref) < 4:
-        raise UserError(f"no run has the id or nickname {ref!r}, and an id prefix needs at least 4 characters; "
+        raise UserError(f"no run has the id or nickname {ref!r}, and part of an id needs at least 4 characters; "
                         "'subagents runs list --all' shows the runs with their ids and nicknames")
-    hits = [r for r in all_runs if r.run_id.startswith(ref)]
+    hits = [r for r in all_runs if id_matches(r.run_id, ref)]
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
-        shown = ", ".join(f"{r.run_id[:12]} ({r.nickname})" for r in hits[:5])
+        shown = ", ".join(f"{r.run_id} ({r.nickname})" for r in hits[:5])
         raise UserError(f"{ref!r} matches {len(hits)} runs ({shown}); give more characters of the id")
     raise UserError(f"no run matches {ref!r}; 'subagents runs list --all' shows the runs with their ids and nicknames")
 
@@ -127,7 +129,7 @@ def list_cmd(ctx: click.Context, show_all: bool, status: str | None, as_json: bo
     nw = max([8, *(len(r.nickname) for r in recs)])
     click.echo(f"{'ID':<10} {'NICKNAME':<{nw}} {'TYPE':<16} {'STATUS':<12} {'OUTCOME':<11} {'D':>1} {'AGE':>5}  LABEL")
     for r in recs:
-        click.echo(f"{r.run_id[:8]:<10} {r.nickname:<{nw}} {r.agent_type[:16]:<16} {r.status:<12} "
+        click.echo(f"{short_id(r.run_id):<10} {r.nickname:<{nw}} {r.agent_type[:16]:<16} {r.status:<12} "
                    f"{(r.outcome or '-'):<11} {r.depth:>1} {age(r.created_at, now):>5}  {r.label[:50]}")
     return 0
 
@@ -181,7 +183,7 @@ def tree(ctx: click.Context, root_ref: str) -> int:
 
     def show_node(r: RunRecord, indent: str) -> None:
         click.echo(f"{indent}{r.nickname} [{r.agent_type}] {r.status}{'/' + r.outcome if r.outcome else ''} "
-                   f"{r.run_id[:8]}  {r.label[:50]}")
+                   f"{short_id(r.run_id)}  {r.label[:50]}")
         for c in kids.get(r.run_id, []):
             show_node(c, indent + "  ")
 

@@ -1,12 +1,13 @@
 """``AgentTree``: the agents of one runtime by id, and the questions asked about their tree.
 
-Lookup by id, nickname or id prefix; an agent's ancestors (who asks, in an approval); its subtree
+Lookup by id, nickname or a unique id prefix or suffix; an agent's ancestors (who asks, in an approval); its subtree
 (what ``close`` cancels); the agents holding thread slots; and the clocks held while a person decides.
 """
 
 from __future__ import annotations
 
 from ..exceptions import SpawnError
+from ..ids import MIN_REF, id_matches
 from ..models.base import AgentInfo
 from .nicknames import NicknamePool
 from .node import AgentNode
@@ -25,15 +26,15 @@ class AgentTree:
         self.nicknames = nicknames
 
     def find(self, ref: str) -> AgentNode | None:
-        """An agent by id, nickname (a live one first) or unique id prefix (>= 4 characters)."""
+        """An agent by id, nickname (a live one first) or a unique prefix or suffix of its id (>= 4 characters)."""
         n = self.nodes.get(ref)
         if n is not None:
             return n
         by_nick = [x for x in self.nodes.values() if x.nickname == ref]
         if by_nick:
             return max(by_nick, key=lambda x: x.nickname in self.nicknames)
-        if len(ref) >= 4:
-            hits = [x for k, x in self.nodes.items() if k.startswith(ref)]
+        if len(ref) >= MIN_REF:
+            hits = [x for k, x in self.nodes.items() if id_matches(k, ref)]
             if len(hits) == 1:
                 return hits[0]
         return None

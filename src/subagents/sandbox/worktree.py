@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import SpawnError
+from ..ids import short_id
 
 __all__ = ["Worktree", "WorktreeError", "create_worktree", "find_repo", "finish_worktree", "plan_worktree"]
 
@@ -70,7 +71,7 @@ def plan_worktree(root: Path, nickname: str, agent_id: str) -> Worktree:
         raise WorktreeError(f"isolation 'worktree' needs a git repository, and {root} is not inside one; run "
                             "`git init` and commit, or spawn the agent without isolation")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", nickname).strip("-.") or "agent"
-    path = root / WORKTREES_DIR / f"{safe}-{agent_id[:8]}"
+    path = root / WORKTREES_DIR / f"{safe}-{short_id(agent_id)}"
     return Worktree(repo, path, f"subagents/{safe}", path / root.relative_to(repo))
 
 
