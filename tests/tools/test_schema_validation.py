@@ -9,12 +9,15 @@ with a typo in a type name.  Now each schema is checked and compiled once: a bad
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from subagents import Runtime
 from subagents.exceptions import DefinitionError
 from subagents.messages import ToolUseBlock
+from subagents.models import FunctionModel
 from subagents.tools.base import FunctionTool, ToolContext, ToolRegistry
 from subagents.tools.schema import check_schema, schema_for_function, validate
 from subagents.tools.validation import compiled
@@ -63,9 +66,12 @@ def greet(name: str) -> str:
     return f"hi {name}"
 
 
-def test_a_bad_schema_is_refused_at_registration() -> None:
+def test_a_bad_schema_is_refused_at_registration(tmp_path: Path) -> None:
+    bad = FunctionTool(greet, parameters=TYPO)  # defining it compiles nothing (import stays fast)
     with pytest.raises(DefinitionError, match=r"tool 'greet' has an invalid parameters schema: parameters\.properties"):
-        FunctionTool(greet, parameters=TYPO)
+        ToolRegistry([bad])
+    with pytest.raises(DefinitionError, match=r"tool 'greet' has an invalid parameters schema: parameters\.properties"):
+        Runtime(model=FunctionModel(lambda req: "x"), workdir=tmp_path, store="memory://", tools=[bad])
     good = FunctionTool(greet)
     good.parameters = TYPO  # any Tool object: the registry checks every schema it is given
     with pytest.raises(DefinitionError, match="tool 'greet' has an invalid parameters schema"):

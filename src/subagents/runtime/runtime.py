@@ -35,6 +35,7 @@ from ..sandbox.workspace import Workspace
 from ..store import RunRecord, Store, open_store
 from ..tools.agents import AGENT_TOOLS
 from ..tools.base import Tool, as_tools
+from ..tools.schema import check_schema
 from .control import ManagerControl
 from .events import Event, EventBus, EventCallback
 from .limits import Limits
@@ -152,6 +153,8 @@ class Runtime:
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
         universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *as_tools(tools)]
+        for t in universe:  # a bad schema is refused here, naming the tool (compiled once per schema)
+            check_schema(t.parameters, tool=t.name)
         self.manager = AgentManager(
             definitions=self.definitions, tools=universe, model=self.model,
             resolve_model=functools.partial(_resolve_with, s.providers, self.clients),  # no cycle through self

@@ -147,7 +147,6 @@ class FunctionTool:
         self.name = name or fn.__name__
         self.description = description or desc or self.name
         self.parameters = parameters or schema
-        check_schema(self.parameters, tool=self.name)  # a bad hand-written schema fails here, naming the tool
         self.category = ToolCategory(category)
         self.inline = inline
         self._async = inspect.iscoroutinefunction(fn)
