@@ -123,6 +123,7 @@ class SQLiteStore:
         self._w = Writer(wconn, self.path)
         self._ckpt = Checkpointer(self.path, interval_s=checkpoint_s, max_wal_pages=max_wal_pages, timeout=timeout)
         self._w.checkpointer = self._ckpt
+        self.on_close: list[Callable[[], None]] = []  # close() calls them first (teams.open: the team store)
 
     @property
     def _error(self) -> StoreError | None:
@@ -303,6 +304,8 @@ class SQLiteStore:
         """Release the lease (if held), commit everything, stop the writer."""
         if self._closed:
             return
+        for hook in self.on_close:  # each must not raise
+            hook()
         try:
             if self._w.lease is not None and self._w.error is None:
                 self.release_lease(self.owner)
