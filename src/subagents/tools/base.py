@@ -241,6 +241,15 @@ class ToolRegistry:
         twin._specs = self.specs()
         return twin
 
+    def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
+        """A new registry: this fence plus ``tools`` (a teammate's team tools; the lead's once its team exists)."""
+        extra = [t for t in tools if t.name not in self.allowed]
+        if not extra:
+            return self
+        known = {**self.known, **{t.name: t for t in extra}}
+        return ToolRegistry(known.values(), allow=[*self.allowed, *(t.name for t in extra)],
+                            agent_type=self.agent_type, max_output=self.max_output)
+
     def specs(self) -> list[ToolSpec]:
         """The tools as the model sees them (only those inside the fence)."""
         if self._specs is None:
