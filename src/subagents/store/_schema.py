@@ -16,6 +16,11 @@ Version history:
   so it stays small), ``runs_owner`` (no query used it) is gone, and ``runs_sweep`` orders the final,
   unarchived runs by when the sweeper must look at them (:data:`SWEEP_KEY`), so a sweep reads only
   what is due, in bounded steps.
+* **6** — teams (issue 14, :mod:`subagents.teams.sqlite`): ``teams``, ``team_members``, ``tasks`` (the
+  task board, ``PK(team, id)``), ``task_deps`` (one row per blocker of a task) and ``team_mail`` (one row
+  per recipient, ``PK(team, seq)``); ``tasks_claimable`` (the pending, unowned tasks of a team by id:
+  what a claim looks at), ``tasks_owned`` (the in-progress tasks of an owner: what a release looks at)
+  and ``team_mail_unread`` (a recipient's unread mail in order).  No run table changes.
 
 A store opened by an older ``subagents`` is migrated forward in one transaction at open; a store
 written by a newer one is refused (never downgraded).
@@ -27,7 +32,7 @@ import sqlite3
 
 __all__ = ["FINAL_SQL", "PROMPT_SQL", "RUN_COLUMNS", "SCHEMA_VERSION", "SWEEP_KEY", "V1_SCHEMA", "migrate"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: The final statuses as an SQL condition (spelled the same in the partial indexes and the queries that use them).
 FINAL_SQL = "status IN ('completed', 'errored', 'shutdown')"
@@ -119,8 +124,36 @@ CREATE INDEX runs_sweep ON runs({SWEEP_KEY}, run_id) WHERE archived = 0 AND {FIN
 PRAGMA user_version = 5;
 """
 
+_V5_TO_V6 = """
+CREATE TABLE teams (
+    name TEXT PRIMARY KEY, lead_id TEXT NOT NULL, created_at REAL NOT NULL, description TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE team_members (
+    team TEXT NOT NULL, name TEXT NOT NULL, agent_type TEXT NOT NULL, agent_id TEXT, model TEXT NOT NULL DEFAULT '',
+    mode TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, require_plan_approval INTEGER NOT NULL DEFAULT 0,
+    plan_approved INTEGER NOT NULL DEFAULT 0, joined_at REAL NOT NULL, PRIMARY KEY (team, name)
+);
+CREATE TABLE tasks (
+    team TEXT NOT NULL, id INTEGER NOT NULL, subject TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL DEFAULT 'pending', owner TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    note TEXT NOT NULL DEFAULT '', PRIMARY KEY (team, id)
+) WITHOUT ROWID;
+CREATE INDEX tasks_claimable ON tasks(team, id) WHERE status = 'pending' AND owner IS NULL;
+CREATE INDEX tasks_owned ON tasks(team, owner) WHERE status = 'in_progress';
+CREATE TABLE task_deps (
+    team TEXT NOT NULL, task INTEGER NOT NULL, blocker INTEGER NOT NULL, PRIMARY KEY (team, task, blocker)
+) WITHOUT ROWID;
+CREATE TABLE team_mail (
+    team TEXT NOT NULL, seq INTEGER NOT NULL, sender TEXT NOT NULL, recipient TEXT NOT NULL, text TEXT NOT NULL,
+    at REAL NOT NULL, kind TEXT NOT NULL DEFAULT 'message', read INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (team, seq)
+) WITHOUT ROWID;
+CREATE INDEX team_mail_unread ON team_mail(team, recipient, seq) WHERE read = 0;
+PRAGMA user_version = 6;
+"""
+
 #: ``from version -> script`` that brings a store to ``from version + 1``.
-_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3, 3: _V3_TO_V4, 4: _V4_TO_V5}
+_MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3, 3: _V3_TO_V4, 4: _V4_TO_V5,
+                               5: _V5_TO_V6}
 
 
 def _statements(script: str) -> list[str]:
