@@ -7,7 +7,10 @@ and two processes on one store share it).  The claim is atomic: a single conditi
 several — get a task exactly once.
 
 Errors are :class:`~subagents.teams.model.TeamError` (with a sentence saying what to do) or, when the
-file cannot be used, :class:`~subagents.exceptions.StoreError`.
+file cannot be used, :class:`~subagents.exceptions.StoreError`.  A lookup (``get_team``, ``member``,
+``task``) returns ``None`` for what does not exist; every other method raises :class:`TeamError` for an
+unknown team, and for a sender, recipient, claimant or ``by`` that is neither ``"lead"`` nor a member.
+Both stores word their errors alike (:mod:`subagents.teams._rules`).
 """
 
 from __future__ import annotations
@@ -78,7 +81,9 @@ class TeamStore(Protocol):
                     note: str | None = None, at: float = 0.0) -> TaskRecord:
         """Change a task's status/note.  Only its owner or the lead (``by="lead"``) may change a claimed task;
         ``pending`` releases it (owner cleared); ``completed`` keeps the owner and unblocks dependents;
-        a completed task cannot change status again.  :class:`TeamError` otherwise."""
+        a completed task cannot change status again (setting ``completed`` again only changes the note).
+        Moving a *pending* task to ``in_progress`` or ``completed`` claims it for ``by`` first (atomically;
+        :class:`ClaimRefused` while a blocker is unfinished).  :class:`TeamError` otherwise."""
         ...
 
     def release_tasks(self, team: str, owner: str, at: float) -> list[int]:
@@ -88,8 +93,9 @@ class TeamStore(Protocol):
     # -- the mailbox ----------------------------------------------------------------------------
     def send(self, team: str, sender: str, recipients: Sequence[str], text: str, at: float,
              kind: str = "message") -> list[MailRecord]:
-        """One record per recipient, in one transaction, with increasing ``seq``; :class:`TeamError` for an
-        unknown recipient (a member name or ``"lead"``)."""
+        """One record per recipient (a name given twice gets one), in one transaction, with increasing
+        ``seq``; :class:`TeamError` for an unknown sender or recipient (a member name or ``"lead"``) — then
+        nothing is sent.  A broadcast is a send to every member (and the lead) but the sender."""
         ...
 
     def unread(self, team: str, recipient: str) -> list[MailRecord]:
