@@ -131,7 +131,7 @@ def test_builtins_have_the_promised_fences(tmp_path: Path) -> None:
     assert "skill" in plan.disallowed_tools
     assert defs.get("verify").tools == ["read_file", "list_dir", "glob", "grep", "bash"]
     assert set(defs.get("coordinator").tools or []) == {"spawn_agent", "send_input", "wait", "close_agent",
-                                                        "resume_agent", "list_agents"}
+                                                        "resume_agent", "list_agents", "team_create"}
 
 
 async def test_project_definition_used_by_the_runtime(tmp_path: Path) -> None:

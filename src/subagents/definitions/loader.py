@@ -43,6 +43,9 @@ _TOOL_ALIASES = {
     "read": "read_file", "write": "write_file", "edit": "edit_file", "multiedit": "edit_file",
     "glob": "glob", "grep": "grep", "bash": "bash", "ls": "list_dir", "todowrite": "todo_write",
     "task": "spawn_agent", "agent": "spawn_agent",
+    # Claude Code's agent-team tools (issue 14); TaskCreate/TaskUpdate are its team board's
+    "teamcreate": "team_create", "teamdelete": "team_delete", "taskcreate": "task_create", "tasklist": "task_list",
+    "taskget": "task_get", "taskupdate": "task_update", "sendmessage": "send_message",
 }
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import weakref
+from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING
 
 from ..exceptions import SpawnError, ToolError
+from ..tools.control import TeamControl
 from .node import AgentNode
 from .prompts import compressed_result
 from .recovery import adopt_children
@@ -23,6 +25,9 @@ __all__ = ["WAIT_BUDGET", "ManagerControl"]
 
 WAIT_BUDGET = 45_000
 """Characters of results one ``wait`` returns (the tool output cap is 50,000)."""
+
+_js = encode_basestring_ascii  # a str as json.dumps writes it
+_BACKGROUND_NOTE = _js("runs in the background; its result will be announced to you, or collect it with wait")
 
 
 class ManagerControl:
@@ -37,6 +42,13 @@ class ManagerControl:
 
     def __init__(self, mgr: AgentManager) -> None:
         self.mgr: AgentManager = weakref.proxy(mgr)
+
+    @property
+    def teams(self) -> TeamControl:
+        """The model's team tools (the runtime's team service is made on first use)."""
+        from .team_control import team_tools
+
+        return team_tools(self.mgr)
 
     def _caller(self, caller_id: str) -> AgentNode:
         node = self.mgr.nodes.get(caller_id)
@@ -74,6 +86,9 @@ class ManagerControl:
             raise ToolError(str(e)) from None
         if node.background:
             ahead = self.mgr.slots.ahead(node)
+            if ahead is None and not node.narrowed:  # the common case: json.dumps of the dict below, by template
+                return (f'{{"agent_id": {_js(node.id)}, "nickname": {_js(node.nickname)}, "status": "running", '
+                        f'"permission_mode": {_js(node.mode)}, "note": {_BACKGROUND_NOTE}}}')
             out = {"agent_id": node.id, "nickname": node.nickname, "status": "running" if ahead is None else "queued",
                    "permission_mode": node.mode,
                    "note": "runs in the background; its result will be announced to you, or collect it with wait"}

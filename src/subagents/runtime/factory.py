@@ -150,7 +150,8 @@ class AgentFactory:
             notes: tuple[str, ...] = ()
         else:
             universe = {t.name for t in self.tools}
-            base = [n for n in (d.tools if d.tools is not None else parent.allowed) if n in parent.allowed]
+            base = ([n for n in d.tools if n in parent.allowed] if d.tools is not None  # team tools: by name only
+                    else [n for n, t in parent.allowed.items() if t.category is not ToolCategory.TEAM])
             template = ToolRegistry(self.tools, allow=base, deny=deny, agent_type=d.name)
             missing = [n for n in (d.tools or ()) if n in universe and n not in parent.allowed and n not in deny]
             notes = (f"tools its definition lists but its parent does not have were left out: {', '.join(missing)}",

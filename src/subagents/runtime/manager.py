@@ -95,6 +95,7 @@ class AgentManager:
         self.authority: Authority | None = None  # the runtime's permission rules, approver and hooks
         self.sandbox: Any = None  # the shell sandbox every agent's bash and hooks run in
         self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
+        self.teams: Any = None  # a teams.TeamService once the runtime has a team (its agents' turns go through it)
         self.control = control_factory(self) if control_factory is not None else None
         # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
         self.stop_as: tuple[Outcome, str] = (Outcome.CANCELLED, "closed before it finished")
@@ -129,8 +130,11 @@ class AgentManager:
         cleanup: str = "keep",
         history: list[Message] | None = None,
         isolation: str | None = None,
+        extra_tools: Sequence[Tool] = (),
     ) -> AgentNode:
-        """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused."""
+        """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused.
+
+        ``extra_tools`` join the fence computed for it (a teammate's team tools)."""
         # 1. validate
         if not isinstance(prompt, str) or not prompt.strip():
             raise SpawnError("the prompt is empty; give the agent a task to do")
@@ -150,6 +154,8 @@ class AgentManager:
         # 6. the authority: mode and fence narrowed from the parent's (refusals before any work)
         grant = self.factory.authority(d, parent.mode if parent else None, parent.core.registry if parent else None,
                                        depth)
+        if extra_tools:
+            grant.registry = grant.registry.extended(extra_tools)
         # 3-4. model (spawn argument > runtime override > definition > parent's > runtime default)
         mdl = self.factory.model_for(d, parent.core.model if parent else None, model)
         # 7. reserve the slot first: cheap refusals before any work
@@ -250,7 +256,10 @@ class AgentManager:
             if failed:
                 result = node.core.result(Stopped(Outcome.ERROR, None, failed))
             else:
-                result = await node.core.run(prompt)
+                teams = self.teams
+                result = await (node.core.run(prompt) if teams is None else teams.run(node, prompt))
+                if teams is None and self.teams is not None:  # it made the runtime's first team: it leads it
+                    result = await self.teams.keep_going(node, result)
         except asyncio.CancelledError:
             result = node.core.result(Stopped(self.stop_as[0], None, self.stop_as[1]))
             if not node.closing:  # cancelled from outside (runtime shutdown): finish, then propagate

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,9 +34,11 @@ from ..models.resolve import resolve_model
 from ..sandbox.policy import SandboxPolicy
 from ..sandbox.workspace import Workspace
 from ..store import RunRecord, Store, open_store
+from ..teams.model import check_name
 from ..tools.agents import AGENT_TOOLS
 from ..tools.base import Tool, as_tools
 from ..tools.schema import check_schema
+from ..tools.team import TEAM_TOOLS
 from .control import ManagerControl
 from .events import Event, EventBus, EventCallback
 from .limits import Limits
@@ -47,6 +50,8 @@ from .result import RunResult
 from .retention import Retention
 from .status import Outcome, Status
 from .sweeper import Sweeper
+from .team_handle import Team
+from .teams import team_service
 from .waiting import wait_stored
 from .wiring import build_authority
 
@@ -152,7 +157,7 @@ class Runtime:
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
-        universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *as_tools(tools)]
+        universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
         for t in universe:  # a bad schema is refused here, naming the tool (compiled once per schema)
             check_schema(t.parameters, tool=t.name)
         self.manager = AgentManager(
@@ -364,6 +369,17 @@ class Runtime:
         """Every agent this runtime started, with its status."""
         return [AgentSummary(n.id, n.nickname, n.info.agent_type, n.status, n.depth, n.parent_id, n.label)
                 for n in self.manager.nodes.values()]
+
+    # -- teams (runtime/team_handle.py) ----------------------------------------------------------
+    def team(self, name: str) -> Team:
+        """The team ``name`` (made by a model's ``team_create`` or :meth:`create_team`); ``TeamError`` if none."""
+        svc = team_service(self.manager)
+        return Team(svc, svc.team(name).name)
+
+    def create_team(self, name: str, description: str = "") -> Team:
+        """A new team that you lead from Python (``team.spawn``, ``team.add_task``, ``team.send``...)."""
+        svc = team_service(self.manager)
+        return Team(svc, svc.store.create_team(check_name("team", name), "", time.time(), description).name)
 
     # -- shared context -------------------------------------------------------------------------
     def brief(self, text: str) -> None:

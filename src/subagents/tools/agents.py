@@ -28,7 +28,8 @@ def _control(ctx: ToolContext) -> AgentControl:
 
 async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, description: str = "",
                       background: bool = False, model: str | None = None,
-                      isolation: Literal["worktree"] | None = None) -> str:
+                      isolation: Literal["worktree"] | None = None, team: str | None = None,
+                      name: str | None = None, require_plan_approval: bool = False) -> str:
     """Start a sub-agent with a fresh conversation to do one task.
 
     In the foreground (default) this call returns when the sub-agent ends, with its final answer
@@ -43,7 +44,19 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
         model: optional model override, e.g. anthropic:claude-haiku-4-5.
         isolation: "worktree" to give the sub-agent its own git worktree (a new branch); its changes stay
             there for you to review, and the worktree is removed if it changed nothing.
+        team: spawn a named teammate into this team (one you created with team_create): it runs in the
+            background, works on the task board and talks by mail, and goes idle between pieces of work.
+        name: the teammate's name in the team (with team).
+        require_plan_approval: (with team) the teammate works in plan mode until you approve its plan
+            with send_message(to=name, text=..., approve_plan=true).
     """
+    if team is not None or name is not None:
+        if team is None or name is None:
+            raise ToolError("a teammate needs both team and name: spawn_agent(..., team='<team>', name='<name>')")
+        teams = _control(ctx).teams
+        if teams is None:
+            raise ToolError("this runtime has no team service; spawn a plain sub-agent (omit team and name)")
+        return await teams.spawn_teammate(ctx.agent.id, team, name, agent_type, prompt, model, require_plan_approval)
     return await _control(ctx).spawn_agent(ctx.agent.id, agent_type, prompt, description, background, model,
                                            isolation)
 

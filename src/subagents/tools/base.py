@@ -226,7 +226,10 @@ class ToolRegistry:
         for t in tools:
             check_schema(t.parameters, tool=t.name)  # any Tool object; a dict lookup once compiled
             self.known[t.name] = t
-        names = self.known.keys() if allow is None else [n for n in allow if n in self.known]
+        # no allowlist: every tool but the team tools, which an agent gets by name (its definition's tools:)
+        # or by joining a team (extended)
+        names = ([n for n, t in self.known.items() if t.category is not ToolCategory.TEAM] if allow is None
+                 else [n for n in allow if n in self.known])
         deny_set = set(deny)
         self.allowed: dict[str, Tool] = {n: self.known[n] for n in names if n not in deny_set}
         self.agent_type = agent_type

@@ -1,0 +1,211 @@
+"""``TeamTools``: the :class:`~subagents.tools.control.TeamControl` the model's team tools call (issue 14).
+
+It checks who may do what (only a lead creates a team and spawns teammates; only members use the board and
+the mail), runs the ``TaskCreated`` / ``TaskCompleted`` hooks, publishes the team events, and renders short
+text for the model.  Refusals are :class:`~subagents.exceptions.ToolError`\\ s the model reads.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from ..exceptions import SpawnError, ToolError
+from ..teams.model import LEAD, MemberStatus, TaskRecord, TaskStatus, TeamError, TeamRecord, check_name
+from ..tools.team import TEAM_TOOLS
+from . import team_board as board
+from .teams import Role, TeamService, team_service
+
+if TYPE_CHECKING:
+    from .manager import AgentManager
+    from .node import AgentNode
+
+__all__ = ["TeamTools", "render_board", "render_task", "team_tools"]
+
+
+def render_task(t: TaskRecord, *, full: bool = False) -> str:
+    line = f"#{t.id} [{t.status}] {t.subject}"
+    if t.owner:
+        line += f" — owner {t.owner}"
+    if t.blocked_by:
+        line += f" — blocked by {', '.join(f'#{b}' for b in t.blocked_by)}"
+    if full:
+        parts = [line, t.description or "(no description)"]
+        if t.note:
+            parts.append(f"note: {t.note}")
+        return "\n".join(parts)
+    return line
+
+
+def render_board(team: str, tasks: list[TaskRecord]) -> str:
+    if not tasks:
+        return f"team {team}: the task board is empty (task_create adds one)"
+    done = sum(1 for t in tasks if t.status is TaskStatus.COMPLETED)
+    return "\n".join([f"team {team}: {len(tasks)} tasks, {done} completed", *(render_task(t) for t in tasks)])
+
+
+class TeamTools:
+    """The team service as the model's tools see it (one per runtime)."""
+
+    __slots__ = ("svc",)
+
+    def __init__(self, svc: TeamService) -> None:
+        self.svc = svc
+
+    # -- who is calling ---------------------------------------------------------------------------------
+    def _node(self, caller_id: str) -> AgentNode:
+        node = self.svc.mgr.nodes.get(caller_id)
+        if node is None:
+            raise ToolError(f"the calling agent {caller_id!r} is not known to the runtime")
+        return node
+
+    def _member(self, caller_id: str) -> tuple[Role, TeamRecord]:
+        role = self.svc.role(caller_id)
+        if role is None:
+            raise ToolError("you are not in a team: a lead creates one with team_create, and teammates are spawned "
+                            "into it with spawn_agent(..., team=..., name=...)")
+        try:
+            return role, self.svc.team(role.team)
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+
+    # -- the team -------------------------------------------------------------------------------------
+    async def team_create(self, caller_id: str, name: str, description: str) -> str:
+        node = self._node(caller_id)
+        if self.svc.role(caller_id) is not None:
+            raise ToolError(f"you are already in team {self.svc.role(caller_id).team!r}; "  # type: ignore[union-attr]
+                            "an agent leads or joins one team")
+        try:
+            team = self.svc.store.create_team(check_name("team", name), node.id, time.time(), description)
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+        self.svc.bind(node, Role(team.name, LEAD, node.mode))
+        node.core.registry = node.core.registry.extended(TEAM_TOOLS)
+        self.svc.emit(node.id, "team_created", team=team.name, lead=node.id)
+        return (f"team {team.name} created; you are its lead. Spawn teammates with spawn_agent(agent_type, prompt, "
+                f"team={team.name!r}, name=...), add work with task_create, and talk with send_message/broadcast. "
+                "Their messages and idle notices reach you automatically; shut them down with team_shutdown.")
+
+    async def team_delete(self, caller_id: str, name: str | None) -> str:
+        role, team = self._member(caller_id)
+        if role.name != LEAD or (name is not None and name != team.name):
+            raise ToolError("only the lead can delete its team")
+        try:
+            self.svc.store.delete_team(team.name)
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+        self.svc.roles.pop(caller_id, None)
+        self.svc.emit(caller_id, "team_deleted", team=team.name)
+        return f"team {team.name} deleted"
+
+    async def spawn_teammate(self, caller_id: str, team: str | None, name: str, agent_type: str, prompt: str,
+                             model: str | None, require_plan_approval: bool) -> str:
+        role, rec = self._member(caller_id)
+        if role.name != LEAD or (team is not None and team != rec.name):
+            raise ToolError(f"only the lead of team {team or rec.name!r} can spawn its teammates")
+        try:
+            node = board.spawn_member(self.svc, rec, name, agent_type, prompt, parent_id=caller_id, model=model,
+                                         require_plan_approval=require_plan_approval)
+        except (SpawnError, TeamError) as e:
+            raise ToolError(str(e)) from None
+        return json.dumps({"teammate": name, "agent_id": node.id, "team": rec.name, "permission_mode": node.mode,
+                           "note": "works in the background; its messages and idle notices reach you automatically"})
+
+    # -- the board ------------------------------------------------------------------------------------
+    async def task_create(self, caller_id: str, subject: str, description: str, blocked_by: list[int]) -> str:
+        role, team = self._member(caller_id)
+        try:
+            t = await board.add_task(self.svc, team, role.name, subject, description, blocked_by)
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+        return f"created {render_task(t)}"
+
+    async def task_list(self, caller_id: str) -> str:
+        _, team = self._member(caller_id)
+        return render_board(team.name, self.svc.store.tasks(team.name))
+
+    async def task_get(self, caller_id: str, task_id: int) -> str:
+        _, team = self._member(caller_id)
+        t = self.svc.store.task(team.name, task_id)
+        if t is None:
+            raise ToolError(f"no task #{task_id} in team {team.name}; task_list shows the board")
+        return render_task(t, full=True)
+
+    async def task_claim(self, caller_id: str, task_id: int | None) -> str:
+        role, team = self._member(caller_id)
+        try:
+            t = board.claim(self.svc, team, role.name, task_id)
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+        if t is None:
+            return "no task is free and unblocked right now; wait for a message, or end your turn to go idle"
+        return f"you own {render_task(t, full=True)}"
+
+    async def task_update(self, caller_id: str, task_id: int, status: str | None, note: str | None) -> str:
+        role, team = self._member(caller_id)
+        try:
+            st = TaskStatus(status) if status is not None else None
+        except ValueError:
+            raise ToolError(f"unknown status {status!r}; use pending, in_progress or completed") from None
+        try:
+            t = await board.update_task(self.svc, team, role.name, task_id, st, note)
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+        return f"updated {render_task(t)}"
+
+    # -- mail -----------------------------------------------------------------------------------------
+    async def send_message(self, caller_id: str, to: str, text: str, approve_plan: bool) -> str:
+        role, team = self._member(caller_id)
+        if to == role.name:
+            raise ToolError("you cannot send a message to yourself")
+        if approve_plan:
+            if role.name != LEAD:
+                raise ToolError("only the lead approves plans")
+            try:
+                board.approve_plan(self.svc, team, to)
+            except TeamError as e:
+                raise ToolError(str(e)) from None
+        try:
+            self.svc.send(team, role.name, [to], text)
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+        return f"message sent to {to}" + (" (plan approved: it may now make changes)" if approve_plan else "")
+
+    async def broadcast(self, caller_id: str, text: str) -> str:
+        role, team = self._member(caller_id)
+        to = [m.name for m in self.svc.store.members(team.name)
+              if m.name != role.name and m.status is not MemberStatus.SHUT_DOWN]
+        if role.name != LEAD:
+            to.append(LEAD)
+        if not to:
+            raise ToolError("nobody else is in the team to hear it")
+        try:
+            self.svc.send(team, role.name, to, text, kind="broadcast")
+        except TeamError as e:
+            raise ToolError(str(e)) from None
+        return f"broadcast to {len(to)}: {', '.join(to)}"
+
+    async def team_shutdown(self, caller_id: str, name: str | None) -> str:
+        role, team = self._member(caller_id)
+        if role.name != LEAD:
+            if name not in (None, role.name):
+                raise ToolError("a teammate can shut down only itself; ask the lead to stop others")
+            self.svc.store.update_member(team.name, role.name, status=MemberStatus.STOPPING)
+            return "you will shut down when you end this turn"
+        if name is not None and self.svc.store.member(team.name, name) is None:
+            raise ToolError(f"no teammate {name!r} in team {team.name}")
+        asked = self.svc.request_shutdown(team, name, by=LEAD)
+        if not asked:
+            return "no teammate left to shut down"
+        return f"asked to shut down: {', '.join(asked)} (each finishes its current step first)"
+
+
+
+def team_tools(mgr: AgentManager) -> TeamTools:
+    """The model's team tools of ``mgr``'s runtime (the team service is made on first use)."""
+    svc = team_service(mgr)
+    if svc.tools is None:
+        svc.tools = TeamTools(svc)
+    tools: TeamTools = svc.tools
+    return tools

@@ -1,0 +1,326 @@
+"""``TeamService``: teams on top of the sub-agent runtime (issue 14) — roles, mail delivery, idle and wake-up.
+
+A **teammate** is a background agent (a child of its lead, or a root for a team made from Python) with a
+*role* (team, name).  When its model ends a turn it does not finish: :meth:`TeamService.run` marks it
+``idle``, tells the lead (an idle notice in the lead's mail, the ``TeammateIdle`` hooks first: exit 2 gives it
+more to do), and waits for mail; a message wakes it and becomes its next prompt.  It ends when it is asked
+to shut down (or fails).  The **lead** (the agent that called ``team_create``) does not end its run while a
+teammate works: it waits for their messages and idle notices, which arrive as its next prompt.  When every
+teammate is idle and no mail waits, the lead is reminded once to give more work or shut them down; if it ends
+anyway, its idle teammates are shut down.
+
+Mail is durable (:class:`~subagents.teams.store.TeamStore`) and delivered at the recipient's next turn
+boundary: into the inbox of an agent that is running a turn, as the prompt of one that waits.  A message
+counts as read once the transcript message carrying it is committed (so a crash delivers it again rather
+than never).  Only this module (and :mod:`.team_control`, the model's tools) changes teams while agents run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..models.base import AgentInfo
+from ..teams.model import LEAD, MailRecord, MemberRecord, MemberStatus, TeamError, TeamRecord
+from ..teams.store import TeamStore
+from .events import Event
+from .loop import Final
+from .node import AgentNode
+from .result import RunResult
+from .status import Outcome, Status
+
+if TYPE_CHECKING:
+    from .manager import AgentManager
+
+__all__ = ["Role", "TeamService", "team_service"]
+
+IDLE_SUMMARY_CHARS = 600
+
+
+@dataclass(slots=True)
+class Role:
+    """An agent's place in a team (``name`` is ``"lead"`` for the lead)."""
+
+    team: str
+    name: str
+    mode: str = "default"        # the mode granted at spawn (a plan-approval teammate runs in plan until approved)
+    wake: asyncio.Event | None = None  # set while the agent waits for mail
+    reminded: bool = False       # the lead was told its teammates are idle
+    seen: int = 0                # the last mail seq handed to the agent (marked read once committed)
+
+
+def mail_text(m: MailRecord) -> str:
+    """How a message reads in the recipient's conversation."""
+    if m.kind == "idle":
+        return f"<teammate-idle team=\"{m.team}\" name=\"{m.sender}\">\n{m.text}\n</teammate-idle>"
+    return f"<team-message team=\"{m.team}\" from=\"{m.sender}\" kind=\"{m.kind}\">\n{m.text}\n</team-message>"
+
+
+class TeamService:
+    """The runtime's teams (one per runtime, made on first use; see the module docstring)."""
+
+    def __init__(self, mgr: AgentManager, store: TeamStore) -> None:
+        # weakly: the manager holds the service (no reference cycle; tests/runtime/test_gc.py)
+        self.mgr: AgentManager = mgr if isinstance(mgr, weakref.ProxyTypes) else weakref.proxy(mgr)
+        self.store = store
+        self.roles: dict[str, Role] = {}           # agent id -> role
+        self.tools: Any = None                     # its TeamTools (the model's team tools), made on first use
+        self.resumed_idle: set[str] = set()        # restored agents whose transcript ends idle (no model call)
+
+    # -- who is who -----------------------------------------------------------------------------------
+    def has(self, agent_id: str) -> bool:
+        return agent_id in self.roles
+
+    def role(self, agent_id: str) -> Role | None:
+        return self.roles.get(agent_id)
+
+    def team(self, name: str) -> TeamRecord:
+        t = self.store.get_team(name)
+        if t is None:
+            known = ", ".join(x.name for x in self.store.list_teams()) or "none"
+            raise TeamError(f"no team named {name!r} (teams: {known}); create it first")
+        return t
+
+    def agent_of(self, team: TeamRecord, name: str) -> str | None:
+        """The run id of ``name`` in ``team`` (``lead``: the lead's)."""
+        if name == LEAD:
+            return team.lead_id or None
+        m = self.store.member(team.name, name)
+        return m.agent_id if m is not None else None
+
+    def bind(self, node: AgentNode, role: Role) -> None:
+        """Give ``node`` its role (a new or restored member, or a lead); acknowledges mail the inbox delivers."""
+        self.roles[node.id] = role
+        inner = node.core.inbox.on_deliver
+        service = weakref.proxy(self)
+
+        def delivered(keys: list[str], inner: Callable[[list[str]], None] | None = inner) -> None:
+            seqs = [int(k.rsplit(":", 1)[1]) for k in keys if k.startswith("mail:")]
+            if seqs:
+                service.read_later(role.team, role.name, max(seqs))
+            if inner is not None:
+                inner(keys)
+
+        node.core.inbox.on_deliver = delivered
+
+    # -- events and hooks ------------------------------------------------------------------------------
+    def emit(self, agent_id: str | None, kind: str, **data: Any) -> None:
+        node = self.mgr.nodes.get(agent_id) if agent_id else None
+        if node is not None:
+            self.mgr.recorder.emit(node, kind, **data)
+        elif self.mgr.bus.active:
+            self.mgr.bus.publish(Event(kind, agent_id or "", None, 0, data))
+
+    async def hook(self, event: str, agent_id: str | None, **extra: Any) -> str | None:
+        """Run ``event``'s hooks; the reason when one blocks (exit 2), else ``None``."""
+        auth = self.mgr.authority
+        if auth is None or not auth.has_hooks(event) or auth.hooks is None:
+            return None
+        from ..authority.hooks import HookInput
+
+        node = self.mgr.nodes.get(agent_id) if agent_id else None
+        info = node.info if node is not None else AgentInfo("", LEAD, LEAD, 0, None)
+        inp = HookInput.for_agent(event, info, cwd=auth.root, permission_mode=node.mode if node else "default",
+                                  extra=extra)
+        out = await auth.hooks.run(event, inp, match=extra.get("teammate_name") or extra.get("team_name"))
+        for e in out.errors:
+            self.emit(agent_id, "hook_error", event=event, message=e.message)
+        if out.decision == "block":
+            return out.reason or f"a {event} hook refused without a reason"
+        return None
+
+    # -- mail -----------------------------------------------------------------------------------------
+    def send(self, team: TeamRecord, sender: str, recipients: Sequence[str], text: str, kind: str = "message",
+             ) -> list[MailRecord]:
+        """Store the mail, then hand it to each recipient that can take it now (see :meth:`deliver`)."""
+        if not isinstance(text, str) or not text.strip():
+            raise TeamError("the message is empty; write what you want to say")
+        sent = self.store.send(team.name, sender, list(recipients), text, time.time(), kind)
+        for m in sent:
+            self.emit(self.agent_of(team, sender), "message_sent", team=team.name, sender=sender, recipient=m.recipient,
+                      seq=m.seq, mail_kind=kind)
+            self.deliver(team, m.recipient)
+        return sent
+
+    def deliver(self, team: TeamRecord, recipient: str) -> None:
+        """Wake ``recipient`` if it waits for mail; if it is running a turn, put its unread mail in its inbox."""
+        agent_id = self.agent_of(team, recipient)
+        role = self.roles.get(agent_id) if agent_id else None
+        node = self.mgr.nodes.get(agent_id) if agent_id else None
+        if role is None or node is None or node.status is not Status.RUNNING:
+            return  # kept unread: delivered when it runs again
+        if role.wake is not None:
+            role.wake.set()
+            return
+        for m in self.new_mail(role):
+            node.core.inbox.put(mail_text(m), key=f"mail:{m.seq}")
+            role.seen = m.seq
+
+    def new_mail(self, role: Role) -> list[MailRecord]:
+        """``role``'s unread mail not yet handed to its agent."""
+        return [m for m in self.store.unread(role.team, role.name) if m.seq > role.seen]
+
+    def read_later(self, team: str, recipient: str, up_to: int) -> None:
+        """Mark ``recipient``'s mail up to ``up_to`` read once what the store holds now is committed."""
+        loop = asyncio.get_running_loop()
+
+        def mark() -> None:
+            with contextlib.suppress(Exception):  # else the mail stays unread and comes again: never lost
+                self.store.mark_read(team, recipient, up_to)
+
+        def later() -> None:  # after the transcript message carrying the mail was handed to the store
+            def committed() -> None:  # on the store's writer thread
+                loop.call_soon_threadsafe(mark)
+
+            if not self.mgr.store.on_commit(committed):
+                mark()
+
+        loop.call_soon(later)
+
+    # -- the turn loop of members and leads -----------------------------------------------------------
+    async def run(self, node: AgentNode, prompt: str | None) -> RunResult:
+        """What the manager runs instead of ``node.core.run`` for an agent with a role (or once teams exist)."""
+        if prompt is None and node.id in self.resumed_idle:  # restored while idle: no model call, wait for mail
+            self.resumed_idle.discard(node.id)
+            last = node.core.messages[-1]
+            result = node.core.result(Final(last.text))
+        else:
+            result = await node.core.run(prompt)
+        return await self.keep_going(node, result)
+
+    async def keep_going(self, node: AgentNode, result: RunResult) -> RunResult:
+        """After ``node``'s model ended a turn: a member goes idle until mail, a lead waits for its teammates."""
+        while (role := self.roles.get(node.id)) is not None and result.outcome is Outcome.OK:
+            nxt = await (self._lead_next(node, role) if role.name == LEAD else self._member_next(node, role, result))
+            if nxt is None:
+                break
+            prompt_text, up_to = nxt
+            result = await node.core.run(prompt_text)
+            if up_to:
+                self.read_later(role.team, role.name, up_to)
+        role = self.roles.get(node.id)
+        if role is not None and role.name != LEAD:
+            self._member_ended(node, role, result)
+        return result
+
+    async def _wait_mail(self, role: Role, node: AgentNode) -> None:
+        role.wake = asyncio.Event()
+        if self.new_mail(role):
+            role.wake = None
+            return
+        try:
+            await role.wake.wait()
+        finally:
+            role.wake = None
+
+    async def _member_next(self, node: AgentNode, role: Role, result: RunResult) -> tuple[str, int] | None:
+        team = self.team(role.team)
+        me = self.store.member(team.name, role.name)
+        if me is None or me.status in (MemberStatus.STOPPING, MemberStatus.SHUT_DOWN):
+            return None
+        more = await self.hook("TeammateIdle", node.id, team_name=team.name, teammate_name=role.name)
+        if more is not None:
+            return f"<teammate-idle-hook>\n{more}\n</teammate-idle-hook>", 0
+        while True:
+            mail = self.new_mail(role)
+            if mail:
+                break
+            if self.store.member(team.name, role.name).status is not MemberStatus.IDLE:  # type: ignore[union-attr]
+                self.store.update_member(team.name, role.name, status=MemberStatus.IDLE)
+                summary = " ".join(result.text.split())[:IDLE_SUMMARY_CHARS] or "(no output)"
+                self.emit(node.id, "teammate_idle", team=team.name, name=role.name)
+                self.send(team, role.name, [LEAD], f"{role.name} is idle. Its last words: {summary}", kind="idle")
+            await self._wait_mail(role, node)
+            me = self.store.member(team.name, role.name)
+            if me is None or me.status in (MemberStatus.STOPPING, MemberStatus.SHUT_DOWN):
+                return None
+        self.store.update_member(team.name, role.name, status=MemberStatus.WORKING)
+        role.seen = mail[-1].seq
+        if any(m.kind == "shutdown" for m in mail):
+            return None
+        return "\n\n".join(mail_text(m) for m in mail), max(m.seq for m in mail)
+
+    async def _lead_next(self, node: AgentNode, role: Role) -> tuple[str, int] | None:
+        while True:
+            team = self.store.get_team(role.team)
+            if team is None:  # deleted
+                return None
+            mail = self.new_mail(role)
+            if mail:
+                role.seen = mail[-1].seq
+                return "\n\n".join(mail_text(m) for m in mail), max(m.seq for m in mail)
+            live = [m for m in self.store.members(team.name) if m.status is not MemberStatus.SHUT_DOWN]
+            busy = [m for m in live if m.status in (MemberStatus.WORKING, MemberStatus.STOPPING)]
+            if not busy:
+                if live and not role.reminded:
+                    role.reminded = True
+                    names = ", ".join(m.name for m in live)
+                    return (f"<team-status team=\"{team.name}\">Your teammates are idle: {names}. Give them more work "
+                            "(send_message, task_create), or shut them down with team_shutdown before you finish; "
+                            "if you end your turn now, they are shut down.</team-status>", 0)
+                if live:
+                    self.request_shutdown(team, None, by=LEAD)
+                return None
+            await self._wait_mail(role, node)
+
+    # -- membership ----------------------------------------------------------------------------------
+    def request_shutdown(self, team: TeamRecord, name: str | None, *, by: str) -> list[str]:
+        """Ask one teammate (or all) to shut down: an idle one ends now, a working one after its turn."""
+        asked = []
+        for m in self.store.members(team.name):
+            if (name is not None and m.name != name) or m.status in (MemberStatus.SHUT_DOWN, MemberStatus.STOPPING):
+                continue
+            self.store.update_member(team.name, m.name, status=MemberStatus.STOPPING)
+            asked.append(m.name)
+            role = self.roles.get(m.agent_id or "")
+            node = self.mgr.nodes.get(m.agent_id or "")
+            if role is not None and role.wake is not None:
+                role.wake.set()
+            elif node is not None and node.status is Status.RUNNING:
+                node.core.inbox.put(f"<team-message team=\"{team.name}\" from=\"{by}\" kind=\"shutdown\">\nYou are "
+                                    "asked to shut down: finish your current step, give back tasks you cannot finish "
+                                    "(task_update status=pending), and end your turn with a short summary.\n"
+                                    "</team-message>")
+            elif node is None or node.status.is_final():
+                self._gone(team.name, m)
+        return asked
+
+    def _member_ended(self, node: AgentNode, role: Role, result: RunResult) -> None:
+        m = self.store.member(role.team, role.name)
+        if m is not None:
+            self._gone(role.team, m)
+            if result.outcome is not Outcome.OK or m.status is not MemberStatus.STOPPING:
+                team = self.store.get_team(role.team)
+                if team is not None:
+                    why = result.error or str(result.outcome)
+                    self.send(team, role.name, [LEAD], f"{role.name} stopped ({why}); its in-progress tasks were "
+                              "given back to the board", kind="idle")
+        self.roles.pop(node.id, None)
+
+    def _gone(self, team: str, m: MemberRecord) -> None:
+        released = self.store.release_tasks(team, m.name, time.time())
+        self.store.update_member(team, m.name, status=MemberStatus.SHUT_DOWN)
+        self.emit(m.agent_id, "teammate_shutdown", team=team, name=m.name, released=released)
+
+    def set_mode(self, node: AgentNode, mode: str) -> None:
+        """Switch a (not yet started, or plan-approved) teammate's permission mode."""
+        node.mode = mode
+        if node.core.guard is not None:
+            node.core.guard.mode = mode  # type: ignore[attr-defined]
+        node.core.ctx.shell_writable = mode != "plan"
+        self.mgr.recorder.update(node, {"permission_mode": mode})
+
+
+def team_service(mgr: AgentManager) -> TeamService:
+    """The runtime's team service, made on first use (until then agents' turns pay nothing for teams)."""
+    if mgr.teams is None:
+        from ..teams.open import open_team_store
+
+        mgr.teams = TeamService(mgr, open_team_store(mgr.store))
+    svc: TeamService = mgr.teams
+    return svc
