@@ -27,23 +27,26 @@ MIN_REF = 4
 
 _BLOCK = 10 * 819
 _VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
-_pool = b""
-_pos = _BLOCK
+_pool = ""  # random hex digits, 20 per id
+_pos = 0
 _last_ms = 0
+_head = ""  # "tttttttt-tttt-7" of _last_ms
 
 
 def new_agent_id() -> str:
     """A time-ordered UUID (version 7, RFC 4122 variant) as a string, e.g. ``'019ab3c4-…-7…'``."""
-    global _pool, _pos, _last_ms
+    global _pool, _pos, _last_ms, _head
     if _pos >= len(_pool):
-        _pool = os.urandom(_BLOCK)
+        _pool = os.urandom(_BLOCK).hex()
         _pos = 0
-    r = _pool[_pos:_pos + 10].hex()
-    _pos += 10
-    ms = max(time.time_ns() // 1_000_000, _last_ms)  # never goes back, even if the clock does
-    _last_ms = ms
-    t = f"{ms:012x}"
-    return f"{t[:8]}-{t[8:12]}-7{r[:3]}-{_VARIANT[r[3]]}{r[4:7]}-{r[8:20]}"
+    r = _pool[_pos:_pos + 20]
+    _pos += 20
+    ms = time.time_ns() // 1_000_000
+    if ms > _last_ms or not _head:  # never goes back, even if the clock does
+        _last_ms = max(ms, _last_ms)
+        t = f"{_last_ms:012x}"
+        _head = f"{t[:8]}-{t[8:12]}-7"
+    return f"{_head}{r[:3]}-{_VARIANT[r[3]]}{r[4:7]}-{r[8:20]}"
 
 
 def short_id(agent_id: str) -> str:
