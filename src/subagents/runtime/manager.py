@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 from ..authority.guard import Authority
@@ -237,12 +238,13 @@ class AgentManager:
               before: Callable[[], Awaitable[None]] | None = None) -> None:
         """Hand ``node`` to the executor: run it (``prompt``: the new user message, ``None`` to continue its
         transcript), after ``before()`` when given (recovery hands over results the transcript waits for)."""
-        async def body() -> RunResult:
-            if before is not None:
-                await before()
-            return await self.drive(node, prompt)
-
+        body = partial(self.drive, node, prompt) if before is None else partial(self._drive_after, before, node, prompt)
         node.task = self.executor.start_run(node.id, f"agent:{node.nickname}", body)
+
+    async def _drive_after(self, before: Callable[[], Awaitable[None]], node: AgentNode, prompt: str | None
+                           ) -> RunResult:
+        await before()
+        return await self.drive(node, prompt)
 
     async def drive(self, node: AgentNode, prompt: str | None) -> RunResult:
         """Run ``node`` to its end and record the end (the body every executor runs)."""

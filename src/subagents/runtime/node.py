@@ -46,21 +46,15 @@ class AgentNode:
     narrowed: list[str] = field(default_factory=list)  # what its authority lost against its definition
     worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
 
-    @property
-    def id(self) -> str:
-        return self.info.id
+    # copies of ``info``'s (read on every step of the runtime: plain slots, not properties)
+    id: str = field(init=False)
+    nickname: str = field(init=False)
+    depth: int = field(init=False)
+    parent_id: str | None = field(init=False)
 
-    @property
-    def nickname(self) -> str:
-        return self.info.nickname
-
-    @property
-    def depth(self) -> int:
-        return self.info.depth
-
-    @property
-    def parent_id(self) -> str | None:
-        return self.info.parent_id
+    def __post_init__(self) -> None:
+        i = self.info
+        self.id, self.nickname, self.depth, self.parent_id = i.id, i.nickname, i.depth, i.parent_id
 
     def describe(self) -> str:
         return f"{self.nickname} ({self.info.agent_type}, depth {self.depth}, {self.status})"

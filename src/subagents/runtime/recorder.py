@@ -77,9 +77,11 @@ class Recorder:
 
     def set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
         node.status = status
-        self.store.update_run(node.id, {"status": str(status), **fields})
-        self.commit_point()
-        self.emit(node, "subagent_status_changed", status=str(status))
+        fields["status"] = str(status)
+        self.store.update_run(node.id, fields)
+        if self.bus.active:
+            self.commit_point()
+            self.emit(node, "subagent_status_changed", status=str(status))
 
     def update(self, node: AgentNode, fields: dict[str, Any]) -> None:
         """Record other fields of a run (no event)."""
@@ -93,9 +95,10 @@ class Recorder:
         try:
             self.store.finish_run(node.id, final_fields(result), ann)
         finally:
-            self.commit_point()
-            self.emit(node, "subagent_status_changed", status=str(result.status))
-            self.emit(node, "subagent_completed", **stats(result))
+            if self.bus.active:  # (the events' fields are built only when someone listens)
+                self.commit_point()
+                self.emit(node, "subagent_status_changed", status=str(result.status))
+                self.emit(node, "subagent_completed", **stats(result))
 
     def emit(self, node: AgentNode, kind: str, **data: Any) -> None:
         if self.bus.active:

@@ -90,7 +90,9 @@ class MemoryStore:
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         self.update_run(run_id, stamp_archive_at(fields, self.archive_after_s, time.time()))
         if announcement is not None and announcement.id not in self.announcements:
-            self.announcements[announcement.id] = dataclasses.replace(announcement)
+            a = announcement
+            self.announcements[a.id] = AnnouncementRecord(a.id, a.parent_id, a.child_id, a.text, a.created_at,
+                                                          a.delivered_at)  # a copy (not dataclasses.replace: slow)
             self._anns_of.setdefault(announcement.child_id, []).append(announcement.id)
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
