@@ -36,7 +36,8 @@ from .exceptions import ConfigError
 
 __doc__ = (__doc__ or "").format(keys=summary())
 
-__all__ = ["ENV_VARS", "NO_MODEL_HELP", "PROVIDERS", "Settings", "load_settings", "mask_secret", "user_config_dir"]
+__all__ = ["ENV_VARS", "NO_MODEL_HELP", "PROVIDERS", "Settings", "apply_arguments", "load_settings", "mask_secret",
+           "user_config_dir"]
 
 _FIXED: dict[str, Key] = {k.dotted: k for k in KEYS if k.field is not None}
 """dotted key -> Key, for the sections of plain keys."""
@@ -192,6 +193,24 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
 
 
 # -- files ------------------------------------------------------------------------------------------
+def apply_arguments(s: Settings, *, max_threads: int | None = None, max_depth: int | None = None,
+                    when_full: str | None = None, permission_mode: str | None = None) -> None:
+    """``Runtime(...)``'s arguments over the loaded settings (``None``: keep the setting)."""
+    if max_threads is not None:
+        s.max_threads = max_threads
+    if max_depth is not None:
+        s.max_depth = max_depth
+    if when_full is not None:
+        if when_full not in ("refuse", "queue"):
+            raise ConfigError(f"when_full must be 'refuse' or 'queue', got {when_full!r}")
+        s.when_full = when_full
+    if permission_mode is not None:
+        try:
+            s.permission_mode = canonical_mode(permission_mode)
+        except ValueError as e:
+            raise ConfigError(f"permission_mode: {e}") from None
+
+
 def _apply_file(s: Settings, path: Path, *, user: bool = False) -> None:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -13,7 +13,8 @@ When a :class:`~subagents.Runtime` first runs or spawns (or enters ``async with`
    the model decides — except a ``spawn_agent`` call whose child was started (see
    :mod:`.pending_spawns`): it gets what it returns live, a foreground child's result once that
    child ends (a finished child is not run again), so the parent receives it exactly once.
-   A transcript that already ends in a final answer is finished with it.
+   A transcript that already ends in a final answer is finished with it — unless it is a team member's
+   or lead's (:mod:`.teams`): it waited for mail, and waits again.
    ``on_restart="mark_interrupted"``: set each to ``errored`` / outcome ``interrupted``, keeping
    the last assistant text as the partial result (and announcing it to a background child's parent).
 3. Adopt the finished runs of the same trees (so a resumed parent can ``wait`` on, or resume,
@@ -168,14 +169,13 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
     mgr.nicknames.hold(node.nickname)
 
     def launch(prompt: str | None, before: Callable[[], Awaitable[None]] | None = None) -> None:
-        if mgr.slots.take(node, mgr.nodes.get(node.parent_id) if node.parent_id else None):
-            mgr.start(node, prompt, before=before)
-        else:
-            mgr.recorder.emit(node, "subagent_queued", ahead=mgr.slots.enqueue(node, prompt, before))
-        report.resumed.append(node.id)
+        _launch(mgr, node, report, prompt, before)
 
     prompt: str | None = None
     last = core.messages[-1] if core.messages else None
+    if _waited_for_mail(mgr, node, last):
+        launch(None)
+        return
     if last is None:
         prompt = rec.task
     elif last.role == "assistant" and last.tool_uses:
@@ -202,6 +202,21 @@ def _start(mgr: AgentManager, node: AgentNode, rec: RunRecord, report: RestoreRe
         report.finished.append(node.id)
         return
     launch(prompt)
+
+
+def _launch(mgr: AgentManager, node: AgentNode, report: RestoreReport, prompt: str | None,
+            before: Callable[[], Awaitable[None]] | None = None) -> None:
+    if mgr.slots.take(node, mgr.nodes.get(node.parent_id) if node.parent_id else None):
+        mgr.start(node, prompt, before=before)
+    else:
+        mgr.recorder.emit(node, "subagent_queued", ahead=mgr.slots.enqueue(node, prompt, before))
+    report.resumed.append(node.id)
+
+
+def _waited_for_mail(mgr: AgentManager, node: AgentNode, last: Message | None) -> bool:
+    """Give a team member or lead its role back; ``True`` if its transcript ends idle (it waits again)."""
+    idle = last is not None and last.role == "assistant" and not last.tool_uses
+    return mgr.teams is not None and mgr.teams.adopt(node, idle=idle) and idle
 
 
 def _answer(node: AgentNode, last: Message, ready: dict[str, ToolResultBlock]) -> None:

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..authority.approvals import Approver
-from ..authority.names import canonical_mode
-from ..config import NO_MODEL_HELP, Settings, load_settings
+from ..config import NO_MODEL_HELP, Settings, apply_arguments, load_settings
 from ..definitions.loader import DefinitionSet, load_definitions
 from ..definitions.model import AgentDefinition
 from ..engines import RunHandle
@@ -51,7 +50,7 @@ from .retention import Retention
 from .status import Outcome, Status
 from .sweeper import Sweeper
 from .team_handle import Team
-from .teams import team_service
+from .teams import restore_teams, team_service
 from .waiting import wait_stored
 from .wiring import build_authority
 
@@ -128,19 +127,8 @@ class Runtime:
             "permission_mode": permission_mode,
             "sandbox_mode": sandbox if isinstance(sandbox, str) else None})
         s = self.settings
-        if max_threads is not None:
-            s.max_threads = max_threads
-        if max_depth is not None:
-            s.max_depth = max_depth
-        if when_full is not None:
-            if when_full not in ("refuse", "queue"):
-                raise ConfigError(f"when_full must be 'refuse' or 'queue', got {when_full!r}")
-            s.when_full = when_full
-        if permission_mode is not None:
-            try:
-                s.permission_mode = canonical_mode(permission_mode)
-            except ValueError as e:
-                raise ConfigError(f"permission_mode: {e}") from None
+        apply_arguments(s, max_threads=max_threads, max_depth=max_depth, when_full=when_full,
+                        permission_mode=permission_mode)
         self.prices = PriceTable(s.pricing)  # this runtime's prices: [pricing] over the built-in table
         spec = model if model is not None else s.model_default
         if spec is None:
@@ -216,6 +204,7 @@ class Runtime:
         if self._restored:
             return None
         self._restored = True
+        restore_teams(self.manager)  # teams' agents come back with their roles
         return restore_runs(self.manager, on_restart=self.settings.on_restart)
 
     async def aclose(self) -> None:

@@ -18,7 +18,7 @@ from ..tools.team import MEMBER_TOOLS
 from .node import AgentNode
 from .teams import Role, TeamService
 
-__all__ = ["approve_plan", "claim", "add_task", "spawn_member", "teammate_prompt", "update_task"]
+__all__ = ["add_task", "approve_plan", "claim", "spawn_member", "teammate_prompt", "update_task"]
 
 
 def teammate_prompt(team: str, name: str, prompt: str, plan: bool) -> str:

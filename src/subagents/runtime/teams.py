@@ -37,7 +37,7 @@ from .status import Outcome, Status
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["Role", "TeamService", "team_service"]
+__all__ = ["Role", "TeamService", "restore_teams", "team_service"]
 
 IDLE_SUMMARY_CHARS = 600
 
@@ -71,6 +71,7 @@ class TeamService:
         self.roles: dict[str, Role] = {}           # agent id -> role
         self.tools: Any = None                     # its TeamTools (the model's team tools), made on first use
         self.resumed_idle: set[str] = set()        # restored agents whose transcript ends idle (no model call)
+        self.expected: dict[str, Role] = {}        # roles of runs a restore may bring back
 
     # -- who is who -----------------------------------------------------------------------------------
     def has(self, agent_id: str) -> bool:
@@ -92,6 +93,26 @@ class TeamService:
             return team.lead_id or None
         m = self.store.member(team.name, name)
         return m.agent_id if m is not None else None
+
+    def expect_restored(self) -> None:
+        """Before a restore: the roles of every lead and live teammate, by run id (see :meth:`adopt`)."""
+        for t in self.store.list_teams():
+            if t.lead_id:
+                self.expected[t.lead_id] = Role(t.name, LEAD)
+            for m in self.store.members(t.name):
+                if m.agent_id and m.status is not MemberStatus.SHUT_DOWN:
+                    self.expected[m.agent_id] = Role(t.name, m.name, m.mode)
+
+    def adopt(self, node: AgentNode, *, idle: bool = False) -> bool:
+        """A restored agent takes its role back; ``idle``: its transcript ends in an answer (it waited for
+        mail: it waits again, with no model call).  ``False``: it has no role."""
+        role = self.expected.pop(node.id, None)
+        if role is None:
+            return False
+        self.bind(node, role)
+        if idle:
+            self.resumed_idle.add(node.id)
+        return True
 
     def bind(self, node: AgentNode, role: Role) -> None:
         """Give ``node`` its role (a new or restored member, or a lead); acknowledges mail the inbox delivers."""
@@ -314,6 +335,14 @@ class TeamService:
             node.core.guard.mode = mode  # type: ignore[attr-defined]
         node.core.ctx.shell_writable = mode != "plan"
         self.mgr.recorder.update(node, {"permission_mode": mode})
+
+
+def restore_teams(mgr: AgentManager) -> None:
+    """Before a restore: if the store holds teams, make the team service and expect their agents back."""
+    from ..teams.open import open_team_store
+
+    if mgr.teams is not None or open_team_store(mgr.store).list_teams():
+        team_service(mgr).expect_restored()
 
 
 def team_service(mgr: AgentManager) -> TeamService:

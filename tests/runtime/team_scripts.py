@@ -1,0 +1,68 @@
+"""Scripted models for the team tests (also imported by the restart test's child process)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from subagents.models import ModelRequest, ModelResponse, ToolCall
+
+NAME = re.compile(r'^You are "([a-z0-9_-]+)", a teammate in team "([a-z0-9_-]+)"')
+
+
+def member_name(req: ModelRequest) -> str | None:
+    """The teammate's name, from its first prompt (``None``: not a teammate)."""
+    first = req.messages[0].text if req.messages else ""
+    m = NAME.match(first)
+    return m.group(1) if m else None
+
+
+def turns(req: ModelRequest) -> int:
+    return sum(1 for m in req.messages if m.role == "assistant")
+
+
+def call(name: str, args: dict[str, Any], i: int = 0) -> ToolCall:
+    return ToolCall(name, args, id=f"{name}_{i}")
+
+
+class LeadAndWorkers:
+    """The lead (a coordinator root) makes team ``t``, ``n_tasks`` tasks and ``n_workers`` teammates; each teammate
+    claims tasks until none is left, completes each with a note and tells the lead; the lead collects the messages."""
+
+    def __init__(self, n_workers: int = 3, n_tasks: int = 3) -> None:
+        self.n_workers, self.n_tasks = n_workers, n_tasks
+        self.lead_prompts: list[str] = []  # what reached the lead after it set things up
+
+    def __call__(self, req: ModelRequest) -> ModelResponse:
+        me = member_name(req)
+        if me is None:
+            return self.lead(req)
+        return self.worker(req, me)
+
+    def lead(self, req: ModelRequest) -> ModelResponse:
+        n = turns(req)
+        if n == 0:
+            return ModelResponse(tool_calls=[call("team_create", {"name": "t"})])
+        if n == 1:
+            return ModelResponse(tool_calls=[
+                *(call("task_create", {"subject": f"job {i}"}, i) for i in range(self.n_tasks)),
+                *(call("spawn_agent", {"agent_type": "general-purpose", "prompt": "do the jobs", "team": "t",
+                                       "name": f"w{i}"}, i) for i in range(self.n_workers))])
+        last = req.messages[-1]
+        self.lead_prompts.append(last.text or "\n".join(r.content for r in last.tool_results))
+        return ModelResponse(text="lead done")
+
+    def worker(self, req: ModelRequest, me: str) -> ModelResponse:
+        last = req.messages[-1]
+        results = last.tool_results
+        if not results or last.text.startswith("<team-message"):
+            return ModelResponse(tool_calls=[call("task_claim", {})])
+        content = results[0].content
+        if content.startswith("you own #"):
+            tid = int(content.split("#", 1)[1].split(" ", 1)[0])
+            return ModelResponse(tool_calls=[
+                call("task_update", {"task_id": tid, "status": "completed", "note": f"{me} did {tid}"}),
+                call("send_message", {"to": "lead", "text": f"{me} did {tid}"})])
+        if content.startswith("updated") or content.startswith("message sent"):
+            return ModelResponse(tool_calls=[call("task_claim", {}, turns(req))])
+        return ModelResponse(text=f"{me}: nothing left")
