@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Protocol
 
 from ..exceptions import LimitExceeded, ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from ..models.base import AgentInfo, Model, ModelRequest, ModelResponse
 from ..models.pricing import BUILTIN_PRICES, PriceTable
 from ..tools.base import ToolContext, ToolRegistry
+from .calls import run_parallel
 from .events import Event, EventBus
 from .inbox import Inbox
 from .limits import Budget, Limits
@@ -296,7 +297,7 @@ class AgentCore:
             while j < n and self._parallel_safe(blocks[j]):
                 j += 1
             if j - i > 1:
-                results.extend(await self._run_parallel(blocks[i:j]))
+                results.extend(await run_parallel(self._run_one, blocks[i:j]))
             else:
                 j = i + 1
                 results.append(await self._run_one(blocks[i]))
@@ -305,38 +306,6 @@ class AgentCore:
         if self.inbox:
             out.extend(self._drain_inbox())
         self._append(Message("user", out))
-
-    async def _run_parallel(self, blocks: list[ToolUseBlock]) -> list[ToolResultBlock]:
-        """Run parallel-safe calls concurrently, without a task for a call that finishes at once.
-
-        Each call starts on this agent's task, as a lone call does, in order; the calls that finish in
-        their first step (a background ``spawn_agent``, most agent tools) cost no task.  When one waits
-        (a foreground spawn, a file read in a thread), the calls after it start as tasks, as with
-        ``asyncio.gather``, while this task goes on with the waiting one.  When none waited, the agent
-        lets the loop run twice before it goes on, as awaiting the tasks of a gather would: what the
-        calls started (children with an instant model) runs before the agent's next turn.
-        """
-        out: list[ToolResultBlock] = []
-        for k, b in enumerate(blocks):
-            coro = self._run_one(b)
-            try:
-                first = coro.send(None)
-            except StopIteration as done:
-                out.append(done.value)
-                continue
-            rest = [asyncio.ensure_future(self._run_one(x)) for x in blocks[k + 1:]]
-            try:
-                out.append(await _Started(coro, first))
-            except BaseException:
-                for t in rest:
-                    t.cancel()
-                raise
-            if rest:
-                out.extend(await asyncio.gather(*rest))
-            return out
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-        return out
 
     def _parallel_safe(self, b: ToolUseBlock) -> bool:
         t = self.registry.get(b.name)
@@ -374,32 +343,3 @@ class AgentCore:
             tool_calls=self.tool_calls, parent_id=i.parent_id, depth=i.depth,
         )
 
-
-class _Started:
-    """Awaiting it goes on with a coroutine whose first step already ran and yielded ``first`` (what
-    ``await coro`` would have done from there: values and exceptions, cancellation included, pass through)."""
-
-    __slots__ = ("coro", "first")
-
-    def __init__(self, coro: Coroutine[Any, Any, ToolResultBlock], first: Any) -> None:
-        self.coro, self.first = coro, first
-
-    def __await__(self) -> Generator[Any, Any, ToolResultBlock]:
-        coro, y = self.coro, self.first
-        self.first = None
-        while True:
-            try:
-                v = yield y
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as e:  # handed to the coroutine, as ``await`` does
-                try:
-                    y = coro.throw(e)
-                except StopIteration as done:
-                    return cast(ToolResultBlock, done.value)
-            else:
-                try:
-                    y = coro.send(v)
-                except StopIteration as done:
-                    return cast(ToolResultBlock, done.value)
