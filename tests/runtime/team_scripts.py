@@ -63,6 +63,6 @@ class LeadAndWorkers:
             return ModelResponse(tool_calls=[
                 call("task_update", {"task_id": tid, "status": "completed", "note": f"{me} did {tid}"}),
                 call("send_message", {"to": "lead", "text": f"{me} did {tid}"})])
-        if content.startswith("updated") or content.startswith("message sent"):
+        if content.startswith(("updated", "message sent")):
             return ModelResponse(tool_calls=[call("task_claim", {}, turns(req))])
         return ModelResponse(text=f"{me}: nothing left")

@@ -44,7 +44,8 @@ async def test_a_task_completed_hook_keeps_the_task_open_and_the_teammate_reads_
         assert await team.wait_idle(timeout=5)
         assert team.tasks[0].status is TaskStatus.COMPLETED
         team.shutdown()
-    assert "stays open" in seen[1] and "run the tests first" in seen[1]
+    assert "stays open" in seen[1]
+    assert "run the tests first" in seen[1]
     assert seen[2].startswith("updated #1 [completed]")
     assert asked[0]["hook_event_name"] == "TaskCompleted"
     assert (asked[0]["team_name"], asked[0]["task_id"], asked[0]["teammate_name"]) == ("h", 1, "dev")
@@ -93,8 +94,10 @@ async def test_a_teammate_idle_hook_gives_the_teammate_more_to_do(workdir: Path)
         idle = team.inbox()
         team.shutdown()
     assert calls == 2
-    assert "<teammate-idle-hook>" in prompts[1] and "also update the changelog" in prompts[1]
-    assert [m.kind for m in idle] == ["idle"] and "turn 1 done" in idle[0].text
+    assert "<teammate-idle-hook>" in prompts[1]
+    assert "also update the changelog" in prompts[1]
+    assert [m.kind for m in idle] == ["idle"]
+    assert "turn 1 done" in idle[0].text
 
 
 async def test_plan_approval_keeps_a_teammate_read_only_until_the_lead_approves(workdir: Path) -> None:
@@ -113,13 +116,15 @@ async def test_plan_approval_keeps_a_teammate_read_only_until_the_lead_approves(
         team.spawn("builder", "make out.txt", require_plan_approval=True)
         assert await team.wait_idle(timeout=5)
         assert not (workdir / "out.txt").exists()
-        assert team.members[0].mode == "autoEdit" and not team.members[0].plan_approved
+        assert team.members[0].mode == "autoEdit"
+        assert not team.members[0].plan_approved
         team.send("builder", "approved, go ahead", approve_plan=True)
         await asyncio.sleep(0.05)
         assert await team.wait_idle(timeout=5)
         assert team.members[0].plan_approved
         team.shutdown()
     assert "permission mode 'plan' refuses file edits" in results[0]
-    assert "approved, go ahead" in results[1] and results[2].startswith("Created out.txt")
+    assert "approved, go ahead" in results[1]
+    assert results[2].startswith("Created out.txt")
     assert (workdir / "out.txt").read_text() == "made\n"
     assert [m.status for m in team.members] in ([MemberStatus.SHUT_DOWN], [MemberStatus.STOPPING])

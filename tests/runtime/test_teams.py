@@ -44,7 +44,8 @@ async def test_a_lead_and_three_teammates_share_the_board(workdir: Path, store: 
     for k in ("team_created", "teammate_joined", "task_created", "task_claimed", "task_completed", "message_sent",
               "teammate_idle", "teammate_shutdown"):
         assert k in kinds, k
-    assert kinds.count("task_claimed") == 7 and kinds.count("task_completed") == 7
+    assert kinds.count("task_claimed") == 7
+    assert kinds.count("task_completed") == 7
 
 
 async def test_only_leads_and_members_see_team_tools(workdir: Path) -> None:
@@ -67,12 +68,14 @@ async def test_only_leads_and_members_see_team_tools(workdir: Path) -> None:
     async with Runtime(model=FunctionModel(model), workdir=workdir, store="memory") as rt:
         r = await rt.run("try the board")
         assert "task_list" not in seen["general-purpose"]
-        assert "task_list" in r.text and "not available" in r.text  # outside its fence: refused, not run
+        assert "task_list" in r.text
+        assert "not available" in r.text
         await rt.run("make a team", agent="coordinator")
         await rt.team("fence").wait_idle(timeout=5)
     assert "team_create" in seen["coordinator"]
     assert {"task_claim", "send_message", "broadcast", "team_shutdown"} <= set(seen["eye"])
-    assert "team_create" not in seen["eye"] and "team_delete" not in seen["eye"]
+    assert "team_create" not in seen["eye"]
+    assert "team_delete" not in seen["eye"]
     assert "write_file" not in seen["eye"]  # the fence of its type still holds (explore is read-only)
 
 
@@ -96,13 +99,16 @@ async def test_a_python_team_teammate_idles_and_wakes_on_mail(workdir: Path, sto
         assert await team.wait_idle(timeout=5)
         assert [m.status for m in team.members] == [MemberStatus.IDLE]
         notices = team.inbox()
-        assert [(m.sender, m.kind) for m in notices] == [("solo", "idle")] and "ready" in notices[0].text
+        assert [(m.sender, m.kind) for m in notices] == [("solo", "idle")]
+        assert "ready" in notices[0].text
         team.send("solo", "ping")
         await asyncio.sleep(0.05)
         assert await team.wait_idle(timeout=5)
         got = team.inbox()
         assert [m.text for m in got if m.kind == "message"] == ["pong 1", "pong 2", "pong 3"]  # in order
-        assert len(heard) == 2 and "ping" in heard[0] and 'from="lead"' in heard[0]
+        assert len(heard) == 2
+        assert "ping" in heard[0]
+        assert 'from="lead"' in heard[0]
         assert team.inbox() == []  # read once
         assert team.shutdown() == ["solo"]
         result = (await rt.wait([run_id], timeout=5))[run_id]
@@ -189,7 +195,8 @@ async def test_team_errors_are_tool_errors_the_model_reads(workdir: Path) -> Non
     assert r.outcome == "ok"
     assert "bad team name 'Bad Name'" in out[0]
     assert out[1].startswith("team ok created")
-    assert "99" in out[2] and "task" in out[2]
+    assert "99" in out[2]
+    assert "task" in out[2]
     assert "5" in out[3]
     assert "'lead' is the team lead's name" in out[4]
     assert "nobody" in out[5]

@@ -131,11 +131,8 @@ class AgentManager:
         cleanup: str = "keep",
         history: list[Message] | None = None,
         isolation: str | None = None,
-        extra_tools: Sequence[Tool] = (),
     ) -> AgentNode:
-        """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused.
-
-        ``extra_tools`` join the fence computed for it (a teammate's team tools)."""
+        """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused."""
         # 1. validate
         if not isinstance(prompt, str) or not prompt.strip():
             raise SpawnError("the prompt is empty; give the agent a task to do")
@@ -155,8 +152,6 @@ class AgentManager:
         # 6. the authority: mode and fence narrowed from the parent's (refusals before any work)
         grant = self.factory.authority(d, parent.mode if parent else None, parent.core.registry if parent else None,
                                        depth)
-        if extra_tools:
-            grant.registry = grant.registry.extended(extra_tools)
         # 3-4. model (spawn argument > runtime override > definition > parent's > runtime default)
         mdl = self.factory.model_for(d, parent.core.model if parent else None, model)
         # 7. reserve the slot first: cheap refusals before any work

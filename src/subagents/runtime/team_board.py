@@ -14,7 +14,6 @@ import time
 from collections.abc import Sequence
 
 from ..teams.model import MemberRecord, MemberStatus, TaskRecord, TaskStatus, TeamError, TeamRecord, check_name
-from ..tools.team import MEMBER_TOOLS
 from .node import AgentNode
 from .teams import Role, TeamService
 
@@ -43,9 +42,9 @@ def spawn_member(svc: TeamService, team: TeamRecord, name: str, agent_type: str,
         raise TeamError(f"team {team.name} already has a member named {name!r}; choose another name")
     node = svc.mgr.spawn(agent_type=agent_type, prompt=teammate_prompt(team.name, name, prompt, require_plan_approval),
                          parent_id=parent_id, description=f"teammate {name}", background=True, model=model,
-                         label=f"{team.name}/{name}", extra_tools=MEMBER_TOOLS)
+                         label=f"{team.name}/{name}")
     granted = node.mode
-    # the agent's task starts on the loop's next step: its role and mode are in place before its first call
+    # the agent's task starts on the loop's next step: its role, tools and mode are in place before its first call
     svc.bind(node, Role(team.name, name, granted))
     if require_plan_approval and granted != "plan":
         svc.set_mode(node, "plan")

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from ..exceptions import SpawnError, ToolError
 from ..teams.model import LEAD, MemberStatus, TaskRecord, TaskStatus, TeamError, TeamRecord, check_name
-from ..tools.team import TEAM_TOOLS
 from . import team_board as board
 from .teams import Role, TeamService, team_service
 
@@ -81,7 +80,6 @@ class TeamTools:
         except TeamError as e:
             raise ToolError(str(e)) from None
         self.svc.bind(node, Role(team.name, LEAD, node.mode))
-        node.core.registry = node.core.registry.extended(TEAM_TOOLS)
         self.svc.emit(node.id, "team_created", team=team.name, lead=node.id)
         return (f"team {team.name} created; you are its lead. Spawn teammates with spawn_agent(agent_type, prompt, "
                 f"team={team.name!r}, name=...), add work with task_create, and talk with send_message/broadcast. "

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..models.base import AgentInfo
 from ..teams.model import LEAD, MailRecord, MemberRecord, MemberStatus, TeamError, TeamRecord
 from ..teams.store import TeamStore
+from ..tools.team import MEMBER_TOOLS, TEAM_TOOLS
 from .events import Event
 from .loop import Final
 from .node import AgentNode
@@ -115,8 +116,10 @@ class TeamService:
         return True
 
     def bind(self, node: AgentNode, role: Role) -> None:
-        """Give ``node`` its role (a new or restored member, or a lead); acknowledges mail the inbox delivers."""
+        """Give ``node`` its role (a new or restored member, or a lead): its team tools join its fence, and mail its
+        inbox delivers is acknowledged."""
         self.roles[node.id] = role
+        node.core.registry = node.core.registry.extended(TEAM_TOOLS if role.name == LEAD else MEMBER_TOOLS)
         inner = node.core.inbox.on_deliver
         service = weakref.proxy(self)
 
