@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "config": "subagents.cli.config_cmd:config",
     "agents": "subagents.cli.agents_cmd:agents",
     "runs": "subagents.cli.runs:runs",
+    "team": "subagents.cli.team_cmd:team",
 }
 
 
