@@ -201,3 +201,15 @@ async def test_team_errors_are_tool_errors_the_model_reads(workdir: Path) -> Non
     assert "'lead' is the team lead's name" in out[4]
     assert "nobody" in out[5]
     assert "needs both team and name" in out[6]
+
+
+def test_claude_code_team_tool_names_in_an_agent_file_name_ours(tmp_path: Path) -> None:
+    from subagents.authority.hooks import Hooks
+    from subagents.definitions.loader import parse_definition
+
+    names = "TeamCreate, TeamDelete, TaskCreate, TaskList, TaskGet, TaskUpdate, SendMessage, Task"
+    d = parse_definition({"name": "cc-lead", "description": "d", "tools": names}, "lead", source="cc-lead.md")
+    assert d.tools == ["team_create", "team_delete", "task_create", "task_list", "task_get", "task_update",
+                       "send_message", "spawn_agent"]
+    hooks = Hooks.from_python({"PreToolUse": [{"matcher": "TaskCreate|SendMessage", "callback": lambda i: None}]})
+    assert [len(hooks.matching("PreToolUse", t)) for t in ("task_create", "send_message", "task_list")] == [1, 1, 0]

@@ -77,7 +77,9 @@ HookEntry: TypeAlias = "HookCallback | HookSpec | Mapping[str, Any]"
 
 CLAUDE_TOOL_NAMES = {"bash": "Bash", "write_file": "Write", "edit_file": "Edit", "read_file": "Read",
                      "glob": "Glob", "grep": "Grep", "list_dir": "LS", "spawn_agent": "Task",
-                     "todo_write": "TodoWrite"}
+                     "todo_write": "TodoWrite", "team_create": "TeamCreate", "team_delete": "TeamDelete",
+                     "task_create": "TaskCreate", "task_list": "TaskList", "task_get": "TaskGet",
+                     "task_update": "TaskUpdate", "send_message": "SendMessage"}
 """Our tools by Claude Code's names: a matcher copied from Claude Code (``"Bash"``) matches them too."""
 
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest"})
