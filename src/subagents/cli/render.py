@@ -2,13 +2,16 @@
 
 :class:`Progress` is the plain state (one row per agent, fed by events, rendered as indented
 lines); :class:`LiveView` shows it with ``rich.live`` — imported only when a live view starts, so
-``subagents --help`` never pays for rich.
+``subagents --help`` never pays for rich.  Team events (issue 14) are told one line each above the view
+(:class:`TeamLines`): a team created, a teammate joined / idle / shut down, a task created / claimed /
+completed, a message sent (``from -> to``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -21,7 +24,8 @@ if TYPE_CHECKING:
     from ..runtime.events import Event
     from ..runtime.result import RunResult
 
-__all__ = ["AgentRow", "JsonLines", "LiveView", "Progress", "current_line", "no_color"]
+__all__ = ["TEAM_EVENTS", "AgentRow", "JsonLines", "LiveView", "Progress", "TeamLines", "current_line", "no_color",
+           "team_line"]
 
 TEXT_KEPT = 4000  # characters of an agent's streamed text kept to find its current line
 
@@ -64,6 +68,8 @@ class AgentRow:
     tokens: int | None = None
     tool_calls: int = 0
     activity: str = "starting"
+    member: str = ""
+    """``team/name`` for a teammate."""
     text: str = ""
     """The text of the current turn so far (streamed chunks added up; only its tail is kept)."""
 
@@ -71,6 +77,7 @@ class AgentRow:
         """The row; with ``width``, the activity is cut (with …) so that the row fits in it."""
         name = self.nickname or short_id(self.id)
         kind = f" [{self.agent_type}]" if self.agent_type and not name.startswith(self.agent_type) else ""
+        kind += f" ({self.member})" if self.member else ""
         mark = "✓" if self.status == "completed" else "✗" if self.status in ("errored", "shutdown") else "•"
         stats = [f"turn {self.turns}", _n(self.tool_calls, "tool call")]
         if self.tokens is not None:
@@ -106,7 +113,9 @@ class Progress:
         d = ev.data
         r.agent_type = str(d.get("agent_type") or r.agent_type)
         _tokens(r, d)
-        if ev.kind == "turn_start":
+        if ev.kind == "run_start":  # also a lead's next turn after its teammates' mail, or a resumed run
+            r.status = "running"
+        elif ev.kind == "turn_start":
             r.turns = int(d.get("turn", r.turns + 1))
             r.activity = "thinking"
             r.text = ""
@@ -121,6 +130,12 @@ class Progress:
             r.activity = f"waiting for approval: {d.get('tool')}"
         elif ev.kind == "approval_decided":
             r.activity = f"{d.get('tool')} {d.get('decision')}"
+        elif ev.kind == "teammate_joined":
+            r.member = f"{d.get('team')}/{d.get('name')}"
+        elif ev.kind == "teammate_idle":
+            r.activity = "idle: waits for a message"
+        elif ev.kind == "teammate_shutdown":
+            r.activity = "shut down"
         elif ev.kind in ("run_end", "subagent_completed", "subagent_status_changed"):
             r.status = str(d.get("status") or r.status)
             r.turns = int(d.get("turns", r.turns))
@@ -148,11 +163,12 @@ class Progress:
 class LiveView:
     """A small live-updating view of :class:`Progress` on a terminal (stderr)."""
 
-    __slots__ = ("_live", "progress", "stream")
+    __slots__ = ("_live", "progress", "stream", "team_lines")
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.progress = Progress()
+        self.team_lines = TeamLines(self.note)
         self._live: Live | None = None
 
     def __enter__(self) -> LiveView:
@@ -165,6 +181,7 @@ class LiveView:
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.team_lines.flush()
         if self._live is not None:
             self._live.update(self._renderable(), refresh=True)
             self._live.__exit__(et, e, tb)
@@ -172,6 +189,7 @@ class LiveView:
 
     def __call__(self, ev: Event) -> None:
         self.progress.update(ev)
+        self.team_lines(ev)
         if self._live is not None:
             self._live.update(self._renderable())
 
@@ -198,6 +216,82 @@ class LiveView:
         width = self._live.console.width if self._live is not None else None
         lines = self.progress.lines(width) or ["• starting…"]
         return Text("\n".join(lines[-20:]), no_wrap=True, overflow="ellipsis")
+
+
+TEAM_EVENTS = frozenset({"team_created", "teammate_joined", "task_created", "task_claimed", "task_completed",
+                         "message_sent", "teammate_idle", "teammate_shutdown", "plan_approved", "team_deleted"})
+
+
+def team_line(ev: Event) -> str | None:
+    """A team event as one line (``None`` for other events, and for an idle notice's mail: the idle line says it)."""
+    d = ev.data
+    team, who = d.get("team"), d.get("name")
+    k = ev.kind
+    if k not in TEAM_EVENTS or (k == "message_sent" and d.get("mail_kind") == "idle"):
+        return None
+    if k == "team_created":
+        return f"team {team}: created by {ev.nickname or short_id(ev.agent_id)} (its lead)"
+    if k == "team_deleted":
+        return f"team {team}: deleted"
+    if k == "teammate_joined":
+        return f"team {team}: {who} joined ({d.get('agent_type')}, {ev.nickname or short_id(ev.agent_id)})"
+    if k == "teammate_idle":
+        return f"team {team}: {who} is idle"
+    if k == "teammate_shutdown":
+        released = d.get("released") or []
+        back = f"; task {', '.join(f'#{t}' for t in released)} back to pending" if released else ""
+        return f"team {team}: {who} shut down{back}"
+    if k == "plan_approved":
+        return f"team {team}: {who}'s plan approved"
+    if k == "task_created":
+        after = d.get("blocked_by") or []
+        tail = f" (after {', '.join(f'#{b}' for b in after)})" if after else ""
+        subject = _cut(" ".join(str(d.get("subject")).split()), 60)
+        return f"team {team}: task #{d.get('task_id')} created by {d.get('by')}: {subject}{tail}"
+    if k == "task_claimed":
+        return f"team {team}: {d.get('owner')} claimed task #{d.get('task_id')}"
+    if k == "task_completed":
+        note = " ".join(str(d.get("note") or "").split())
+        done = f"team {team}: {d.get('by')} completed task #{d.get('task_id')}"
+        return done + (f": {_cut(note, 60)}" if note else "")
+    kind = d.get("mail_kind")
+    return f"team {team}: message {d.get('sender')} -> {d.get('recipient')}" + (
+        f" [{kind}]" if kind and kind != "message" else "")
+
+
+class TeamLines:
+    """An event listener that tells each team event in one line (:func:`team_line`) to ``emit``; a broadcast
+    (one ``message_sent`` per recipient) is told once, naming all its recipients."""
+
+    __slots__ = ("_held", "emit")
+
+    def __init__(self, emit: Callable[[str], Any]) -> None:
+        self.emit = emit
+        self._held: list[Event] = []  # the broadcast being gathered
+
+    def __call__(self, ev: Event) -> None:
+        d = ev.data
+        if self._held:
+            first = self._held[-1].data
+            if (ev.kind == "message_sent" and d.get("mail_kind") == "broadcast" and d.get("team") == first.get("team")
+                    and d.get("sender") == first.get("sender") and d.get("seq") == int(first.get("seq", 0)) + 1):
+                self._held.append(ev)
+                return
+            self.flush()
+        if ev.kind == "message_sent" and d.get("mail_kind") == "broadcast":
+            self._held.append(ev)
+            return
+        line = team_line(ev)
+        if line is not None:
+            self.emit(line)
+
+    def flush(self) -> None:
+        """Tell the broadcast gathered so far (the next event, or the end of the run, closes it)."""
+        held, self._held = self._held, []
+        if held:
+            d = held[0].data
+            to = ", ".join(str(e.data.get("recipient")) for e in held)
+            self.emit(f"team {d.get('team')}: broadcast {d.get('sender')} -> {to}")
 
 
 def current_line(text: str) -> str:
