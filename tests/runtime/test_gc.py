@@ -72,3 +72,18 @@ async def test_a_closed_runtime_is_freed_by_reference_counting(workdir: Path, st
     assert [r() is None for r in refs] == [True, True, True]  # freed with the gc disabled (by the fixture)
     gc.collect()
     assert not {type(o).__name__ for o in saved_garbage} & (OURS | {"Runtime", "AgentManager", "AgentTree"})
+
+
+async def test_a_runtime_with_a_team_is_freed_by_reference_counting(workdir: Path, saved_garbage: list[object]) -> None:
+    """Teams add no cycle: the team service, its tools and the roles' delivery hooks are freed with the runtime."""
+    from .team_scripts import LeadAndWorkers
+
+    async with Runtime(model=FunctionModel(LeadAndWorkers(2, 2)), workdir=workdir, store="memory") as rt:
+        assert (await rt.run("split", agent="coordinator")).text == "lead done"
+        refs = [weakref.ref(rt), weakref.ref(rt.manager), weakref.ref(rt.manager.teams),
+                weakref.ref(rt.manager.teams.tools)]
+    del rt
+    assert [r() is None for r in refs] == [True, True, True, True]
+    gc.collect()
+    assert not {type(o).__name__ for o in saved_garbage} & (OURS | {"Runtime", "AgentManager", "TeamService",
+                                                                    "TeamTools"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 from ..exceptions import SpawnError, ToolError
@@ -47,10 +48,10 @@ def render_board(team: str, tasks: list[TaskRecord]) -> str:
 class TeamTools:
     """The team service as the model's tools see it (one per runtime)."""
 
-    __slots__ = ("svc",)
+    __slots__ = ("__weakref__", "svc")
 
     def __init__(self, svc: TeamService) -> None:
-        self.svc = svc
+        self.svc: TeamService = weakref.proxy(svc)  # the service holds this: no reference cycle
 
     # -- who is calling ---------------------------------------------------------------------------------
     def _node(self, caller_id: str) -> AgentNode:
