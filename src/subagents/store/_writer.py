@@ -159,11 +159,20 @@ class Writer:
         with self._cond:
             self.committed += n
             self._cond.notify_all()
-            wake = [w for w in self._waiters if stop or self.error is not None or self.backlog < w[2]]
-            self._waiters = [w for w in self._waiters if w not in wake]
-        for loop, fut, _ in wake:
+            if not self._waiters:
+                return
+            every = stop or self.error is not None
+            wake: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+            keep = []
+            for w in self._waiters:  # (one pass: thousands of runs may wait, in a fan-out)
+                if every or self.backlog < w[2]:
+                    wake.setdefault(w[0], []).append(w[1])
+                else:
+                    keep.append(w)
+            self._waiters = keep
+        for loop, futs in wake.items():  # one hand-over per event loop, not one per waiter
             with contextlib.suppress(RuntimeError):  # that event loop is closed
-                loop.call_soon_threadsafe(_resolve, fut)
+                loop.call_soon_threadsafe(_resolve, futs)
 
     def _commit(self, calls: list[Call]) -> None:
         if not calls:
@@ -183,7 +192,8 @@ class Writer:
                 c.execute("ROLLBACK")
 
 
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
+def _resolve(futs: list[asyncio.Future[None]]) -> None:
+    for fut in futs:
+        if not fut.done():
+            fut.set_result(None)
 
