@@ -213,3 +213,26 @@ def test_claude_code_team_tool_names_in_an_agent_file_name_ours(tmp_path: Path) 
                        "send_message", "spawn_agent"]
     hooks = Hooks.from_python({"PreToolUse": [{"matcher": "TaskCreate|SendMessage", "callback": lambda i: None}]})
     assert [len(hooks.matching("PreToolUse", t)) for t in ("task_create", "send_message", "task_list")] == [1, 1, 0]
+
+
+async def test_a_closed_teammate_leaves_the_team_and_gives_back_its_task(workdir: Path, store: str) -> None:
+    async def model(req: ModelRequest) -> ModelResponse:
+        if turns(req) == 0:
+            return ModelResponse(tool_calls=[call("task_claim", {})])
+        await asyncio.Event().wait()  # works forever
+        raise AssertionError
+
+    async with Runtime(model=FunctionModel(model), workdir=workdir, store=store) as rt:
+        team = rt.create_team("c")
+        await team.add_task("endless")
+        run_id = team.spawn("slow", "work")
+        for _ in range(200):
+            if team.tasks[0].owner == "slow":
+                break
+            await asyncio.sleep(0.01)
+        result = await rt.close(run_id)
+        assert result.outcome == "cancelled"
+        assert [m.status for m in team.members] == [MemberStatus.SHUT_DOWN]
+        assert (team.tasks[0].status, team.tasks[0].owner) == (TaskStatus.PENDING, None)
+        team.delete()  # every member is shut down: the team can go
+        assert rt.create_team("c").tasks == []

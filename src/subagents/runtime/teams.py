@@ -214,11 +214,33 @@ class TeamService:
             last = node.core.messages[-1]
             result = node.core.result(Final(last.text))
         else:
-            result = await node.core.run(prompt)
+            try:
+                result = await node.core.run(prompt)
+            except asyncio.CancelledError:
+                self._closed(node)
+                raise
         return await self.keep_going(node, result)
 
     async def keep_going(self, node: AgentNode, result: RunResult) -> RunResult:
         """After ``node``'s model ended a turn: a member goes idle until mail, a lead waits for its teammates."""
+        try:
+            return await self._keep_going(node, result)
+        except asyncio.CancelledError:
+            self._closed(node)
+            raise
+
+    def _closed(self, node: AgentNode) -> None:
+        """A teammate closed (``close_agent``, ``rt.close``, its lead closed, the runtime closed) leaves the team:
+        its run is over.  One *interrupted* (the process is stopped by a signal: its run stays resumable) stays a
+        member, as after a crash."""
+        role = self.roles.get(node.id)
+        if role is not None and role.name != LEAD and self.mgr.stop_as[0] is not Outcome.INTERRUPTED:
+            m = self.store.member(role.team, role.name)
+            if m is not None:
+                self._gone(role.team, m)
+            self.roles.pop(node.id, None)
+
+    async def _keep_going(self, node: AgentNode, result: RunResult) -> RunResult:
         while (role := self.roles.get(node.id)) is not None and result.outcome is Outcome.OK:
             nxt = await (self._lead_next(node, role) if role.name == LEAD else self._member_next(node, role, result))
             if nxt is None:
