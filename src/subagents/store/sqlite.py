@@ -224,9 +224,8 @@ class SQLiteStore:
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         check_run_fields(fields)
-        a = announcement  # a copy (dataclasses.replace is slow): the caller may change its own
-        ann = None if a is None else AnnouncementRecord(a.id, a.parent_id, a.child_id, a.text, a.created_at,
-                                                        a.delivered_at)
+        a = announcement  # copied (not by dataclasses.replace: slow); the caller may change its own
+        ann = a and AnnouncementRecord(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
         self._put((FINISH, run_id, dict(stamp_archive_at(fields, self.archive_after_s, time.time())), ann))
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
