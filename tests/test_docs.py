@@ -1,4 +1,4 @@
-"""The examples of docs/permissions.md and docs/security.md run as written, and their TOML loads."""
+"""The examples of docs/permissions.md, docs/security.md and docs/teams.md run as written, and their TOML loads."""
 
 from __future__ import annotations
 
@@ -61,3 +61,13 @@ def test_the_security_toml_example_loads(tmp_path: Path) -> None:
     s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     assert (s.sandbox_mode, s.sandbox_network, s.protect) == ("auto", False, ["deploy", "secrets.env"])
     assert s.env_passthrough == ["CARGO_HOME", "MYAPP_*"]
+
+
+def test_the_teams_example(tmp_path: Path) -> None:
+    out = run(blocks("teams.md", "python")[0], tmp_path)
+    assert out.splitlines() == [
+        "#1 completed: read README.md",
+        "#2 completed: read docs/teams.md",
+        "#3 completed: write the summary",
+        "['finished #1', 'finished #2', 'finished #3']",
+    ]

@@ -85,8 +85,10 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
 
 def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str = "general-purpose",
             limits: Limits | None = None, as_json: bool = False, tools: Sequence[Any] = (),
-            allow: Sequence[str] = (), deny: Sequence[str] = ()) -> int:
+            allow: Sequence[str] = (), deny: Sequence[str] = (), agents: Sequence[Any] = ()) -> int:
     """Run one prompt with progress output; return the exit code (0 ok, 1 failed or stopped).
+
+    ``agents``: session agent definitions (e.g. the team demo's lead).
 
     SIGTERM, SIGHUP and Ctrl-C (SIGINT) stop the run: every agent is closed and recorded as
     ``interrupted`` (resumable with ``subagents runs resume``), every process group its commands
@@ -106,7 +108,8 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             loop.add_signal_handler(sig, _stop, task, sig, received, runtimes)
         return await _run(model, prompt, workdir=workdir, settings=settings, agent=agent, limits=limits,
-                          as_json=as_json, tools=tools, allow=allow, deny=deny, runtimes=runtimes, tree=tree)
+                          as_json=as_json, tools=tools, allow=allow, deny=deny, runtimes=runtimes, tree=tree,
+                          agents=agents)
 
     try:
         result = asyncio.run(main())
@@ -140,12 +143,13 @@ def _stop(task: asyncio.Task[Any], sig: int, received: list[int], runtimes: list
 
 async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str,
                limits: Limits | None, as_json: bool, tools: Sequence[Any], allow: Sequence[str],
-               deny: Sequence[str], runtimes: list[Any], tree: list[RunResult]) -> RunResult:
+               deny: Sequence[str], runtimes: list[Any], tree: list[RunResult], agents: Sequence[Any] = ()
+               ) -> RunResult:
     from ..exceptions import UnconfinedShellWarning
     from ..runtime.runtime import Runtime
     from .approve import Notices, TerminalApprover
     from .preflight import tree_results
-    from .render import JsonLines, LiveView
+    from .render import JsonLines, LiveView, TeamLines
 
     live = not as_json and sys.stderr.isatty()
     view = LiveView(sys.stderr) if live else None
@@ -155,7 +159,7 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
     with warnings.catch_warnings():  # the CLI says it itself, on every run (below)
         warnings.simplefilter("ignore", UnconfinedShellWarning)
         rt = Runtime(model, workdir=workdir, settings=settings, tools=tuple(tools), approver=approver,
-                     allow=allow, deny=deny)
+                     allow=allow, deny=deny, agents=tuple(agents))
     runtimes.append(rt)
     async with rt:
         if as_json:
@@ -171,6 +175,8 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
         if rt.sandbox_warning:
             note(rt.sandbox_warning)
         rt.bus.on(Notices(note))
+        if view is None:  # the live view tells team events itself
+            rt.bus.on(TeamLines(note))
         if view is not None:
             with view:
                 rt.bus.on(view)

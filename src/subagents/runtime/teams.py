@@ -352,6 +352,10 @@ class TeamService:
         released = self.store.release_tasks(team, m.name, time.time())
         self.store.update_member(team, m.name, status=MemberStatus.SHUT_DOWN)
         self.emit(m.agent_id, "teammate_shutdown", team=team, name=m.name, released=released)
+        t = self.store.get_team(team)  # its lead may be waiting for it to stop
+        lead = self.roles.get(t.lead_id) if t is not None and t.lead_id else None
+        if lead is not None and lead.wake is not None:
+            lead.wake.set()
 
     def set_mode(self, node: AgentNode, mode: str) -> None:
         """Switch a (not yet started, or plan-approved) teammate's permission mode."""
