@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
@@ -11,11 +10,7 @@ import pytest
 from subagents.cli.demo_team import TEAM_REPORT, count_lines, file_types, read_report
 from subagents.cli.main import main
 from subagents.cli.render import TeamLines, team_line
-from subagents.cli.run import execute
 from subagents.runtime.events import Event
-
-needs_agents = pytest.mark.skipif("agents" not in inspect.signature(execute).parameters,
-                                  reason="the team demo's lead type needs run.execute(agents=...)")
 
 
 @pytest.fixture
@@ -43,7 +38,6 @@ def tree(isolated: Path) -> Path:
     return root
 
 
-@needs_agents
 def test_the_team_counts_the_lines_and_the_sum_matches_the_files(
         tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUBAGENTS_STORE", f"sqlite:///{tree.parent / 'state.db'}")
@@ -74,7 +68,6 @@ def test_the_team_counts_the_lines_and_the_sum_matches_the_files(
     assert len({t["owner"] for t in doc["tasks"]}) >= 1
 
 
-@needs_agents
 def test_json_events_and_the_check(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--team", "--json", "--cwd", str(tree)]) == 0
     lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
@@ -93,7 +86,6 @@ def test_json_events_and_the_check(tree: Path, capsys: pytest.CaptureFixture[str
     assert all(c["team"].startswith("lines-") for c in claimed)
 
 
-@needs_agents
 def test_a_report_that_is_not_written_fails_the_check(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--team", "--cwd", str(tree), "--permission-mode", "default"]) == 1
     err = capsys.readouterr().err
