@@ -25,8 +25,10 @@ async def test_a_lead_and_three_teammates_share_the_board(workdir: Path, store: 
     script = LeadAndWorkers(n_workers=3, n_tasks=7)
     events: list[Any] = []
     async with Runtime(model=FunctionModel(script), workdir=workdir, store=store, on_event=events.append) as rt:
+        t0 = asyncio.get_running_loop().time()
         r = await asyncio.wait_for(rt.run("split the work", agent="coordinator"), 20)
         assert (r.outcome, r.text) == ("ok", "lead done")
+        assert r.duration_s >= (asyncio.get_running_loop().time() - t0) * 0.5  # the whole run, not its last turn
         team = rt.team("t")
         tasks = team.tasks
         assert [t.status for t in tasks] == [TaskStatus.COMPLETED] * 7

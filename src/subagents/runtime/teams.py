@@ -223,8 +223,11 @@ class TeamService:
 
     async def keep_going(self, node: AgentNode, result: RunResult) -> RunResult:
         """After ``node``'s model ended a turn: a member goes idle until mail, a lead waits for its teammates."""
+        began = node.core.started  # the result's duration covers every turn since this run began
         try:
-            return await self._keep_going(node, result)
+            result = await self._keep_going(node, result)
+            result.duration_s = time.monotonic() - began
+            return result
         except asyncio.CancelledError:
             self._closed(node)
             raise
