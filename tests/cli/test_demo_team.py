@@ -57,9 +57,9 @@ def test_the_team_counts_the_lines_and_the_sum_matches_the_files(
 
     assert main(["team", "--store", f"sqlite:///{tree.parent / 'state.db'}", "show", team, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["lead"]["nickname"].startswith("coordinator-")
+    assert doc["lead"]["nickname"].startswith("team-lead-")
     assert sorted(m["name"] for m in doc["members"]) == ["counter-1", "counter-2", "counter-3"]
-    assert {m["status"] for m in doc["members"]} == {"shut_down"}  # the lead's team_shutdown
+    assert {m["status"] for m in doc["members"]} == {"shut_down"}  # the lead ended: the runtime shut them down
     assert [(t["subject"], t["status"]) for t in doc["tasks"]] == [
         ("count .py lines", "completed"), ("count .md lines", "completed"), ("count .toml lines", "completed")]
     notes = {t["note"] for t in doc["tasks"]}

@@ -130,11 +130,8 @@ def test_builtins_have_the_promised_fences(tmp_path: Path) -> None:
     assert not {"write_file", "edit_file", "bash"} & set(plan.tools or [])
     assert "skill" in plan.disallowed_tools
     assert defs.get("verify").tools == ["read_file", "list_dir", "glob", "grep", "bash"]
-    # a coordinator holds the file tools for the agents it spawns (a child gets no tool its parent lacks)
     assert set(defs.get("coordinator").tools or []) == {"spawn_agent", "send_input", "wait", "close_agent",
-                                                        "resume_agent", "list_agents", "team_create", "read_file",
-                                                        "list_dir", "glob", "grep", "write_file", "edit_file",
-                                                        "bash", "todo_write"}
+                                                        "resume_agent", "list_agents", "team_create"}
 
 
 async def test_project_definition_used_by_the_runtime(tmp_path: Path) -> None:

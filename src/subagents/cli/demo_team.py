@@ -1,12 +1,13 @@
 """``subagents demo --team``: a scripted team (``FunctionModel`` — no LLM) counts lines with the real tools.
 
-The lead (the built-in ``coordinator``) creates a team, puts one task per file type on the board (up to
-three of the types the directory has, ``.py``, ``.md`` and ``.toml`` first) and spawns three teammates.
-Each teammate claims a task (``task_claim``), finds the files (``list_dir``, ``glob``), counts their lines
-(``read_file`` with ``limit=1``: its footer says how many lines the file has), completes the task with the
-count in the note (``task_update``) and messages the lead (``send_message``), then claims the next task or
-goes idle.  The lead sums the counts as their messages arrive, writes :data:`TEAM_REPORT`, shuts the team
-down (``team_shutdown``) and answers.
+The lead (:data:`TEAM_LEAD`, the coordinator's prompt with the file tools its teammates need) creates a team,
+puts one task per file type on the board (up to three of the types the directory has, ``.py``, ``.md`` and
+``.toml`` first) and spawns three teammates.  Each teammate claims a task (``task_claim``), finds the files
+(``list_dir``, ``glob``), counts their lines (``read_file`` with ``limit=1``: its footer says how many lines
+the file has), completes the task with the count in the note (``task_update``) and messages the lead
+(``send_message``), then claims the next task or goes idle.  The lead sums the counts as their messages
+arrive, writes :data:`TEAM_REPORT` and answers; when it ends its turn with every teammate idle, the runtime
+shuts them down.
 
 Every number comes from the tool results in the conversation: the script never reads the disk.  The
 command then counts the same files itself, in Python, and says whether the team's sum matches.
@@ -25,11 +26,12 @@ from typing import Any
 
 import click
 
+from ..definitions.model import AgentDefinition
 from ..demo import DEMO_LABEL, SKIP_DIRS, finished_calls
 from ..models.base import ModelRequest, ModelResponse, ToolCall
 from ..models.function import FunctionModel
 
-__all__ = ["TEAMMATES", "TEAM_REPORT", "count_lines", "file_types", "read_report", "run_team_demo",
+__all__ = ["TEAMMATES", "TEAM_LEAD", "TEAM_REPORT", "count_lines", "file_types", "read_report", "run_team_demo",
            "team_model", "team_prompt", "team_script"]
 
 TEAM_REPORT = "subagents-team-report.md"
@@ -38,6 +40,13 @@ FIRST_TYPES = (".py", ".md", ".toml")
 TEXT_TYPES = frozenset({".txt", ".rst", ".json", ".yaml", ".yml", ".cfg", ".ini", ".js", ".ts", ".tsx", ".jsx",
                         ".go", ".rs", ".java", ".c", ".h", ".cpp", ".hpp", ".sh", ".html", ".css", ".sql", ".rb"})
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})  # glob never descends into these
+TEAM_LEAD = AgentDefinition(
+    "team-lead", "Leads a team that counts lines (subagents demo --team).",
+    "You lead a team: create it, put one task per part of the job on its board, spawn named teammates to claim "
+    "them, sum what they report by message, and write the report.",
+    tools=["team_create", "spawn_agent", "list_dir", "glob", "read_file", "write_file"])
+"""The demo's lead.  (A teammate's tools are fenced by its lead's, so the lead lists the file tools its
+teammates use; the built-in coordinator lists none.)"""
 _COUNT = re.compile(r'from="([^"]+)" kind="[a-z]+">\nCOUNT (\S+) files=(\d+) lines=(\d+)(.*)$', re.M)
 
 
@@ -145,9 +154,8 @@ def _lead(request: ModelRequest) -> ModelResponse:
         return ModelResponse(f"[{DEMO_LABEL}] All counted: {total[1]} lines in {total[0]} files. Writing the "
                              "report.", [ToolCall("write_file", {"path": TEAM_REPORT,
                                                                  "content": _report(team, types, counts, total)})])
-    if "write_file" in names and "team_shutdown" not in names:
-        return ModelResponse(f"[{DEMO_LABEL}] Done: shutting the team down.", [ToolCall("team_shutdown", {})])
-    # the answer (again at each later turn: a teammate's idle notice, the runtime's "your teammates are idle")
+    # the answer, again at each later turn (a teammate's idle notice, the runtime's "your teammates are idle"):
+    # when the lead ends a turn with every teammate idle, the runtime shuts them down
     per = "; ".join(f"{t} {_n(counts[t][2], 'line')} in {_n(counts[t][1], 'file')} ({counts[t][0]})"
                     for t in types if t in counts)
     wrote = next((d for d in done if d.name == "write_file"), None)
@@ -250,7 +258,7 @@ def run_team_demo(cwd: Path, settings: Any, *, as_json: bool, pace_s: float,
         click.echo(f"subagents demo --team — {DEMO_LABEL} — a lead and {len(TEAMMATES)} teammates count the lines "
                    f"of the {', '.join(types)} files in {root}", err=True)
     code = execute(team_model(pace_s), team_prompt(team, types), workdir=cwd, settings=settings,
-                   agent="coordinator", as_json=as_json)
+                   agent=TEAM_LEAD.name, agents=[TEAM_LEAD], as_json=as_json)
     expected = count_lines(root, types)
     got = read_report(report) if report.exists() and report.stat().st_mtime_ns != before else None
     want_total = (sum(f for f, _ in expected.values()), sum(n for _, n in expected.values()))
