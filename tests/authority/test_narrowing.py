@@ -10,6 +10,7 @@ import pytest
 
 from subagents import AgentDefinition, Runtime, SpawnError
 from subagents.definitions.loader import load_definitions
+from subagents.messages import ToolUseBlock
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.factory import AgentFactory
 from subagents.tools.agents import AGENT_TOOLS
@@ -62,10 +63,53 @@ def test_grandchildren_narrow_further_and_lose_spawning_at_max_depth(tmp_path: P
     root = f.authority(defs.get("general-purpose"), None, None, 0)
     child = f.authority(defs.get("coordinator"), root.mode, root.registry, 1)
     grand = f.authority(defs.get("general-purpose"), child.mode, child.registry, 2)
-    # a coordinator has only the agent tools; its general-purpose child inherits those, minus spawning at max_depth
-    assert sorted(grand.registry.names) == sorted(set(AGENT) - {"spawn_agent", "send_input", "wait", "close_agent",
-                                                                 "resume_agent", "list_agents"})
+    # a coordinator calls only the agent tools but holds the file tools for its sub-agents: its general-purpose
+    # child gets those (no editing tool in plan mode), and no spawning at max_depth
+    held = [t for t in FILE_TOOLS if not (mode == "plan" and t in ("write_file", "edit_file"))]
+    assert sorted(child.registry.held) == sorted(held)
+    assert sorted(grand.registry.names) == sorted(held)
+    assert grand.registry.held == []
     assert grand.mode == mode
+
+
+def test_a_delegator_calls_none_of_the_tools_it_holds(tmp_path: Path) -> None:
+    defs = load_definitions(tmp_path)
+    f = factory(tmp_path, "default")
+    coord = f.authority(defs.get("coordinator"), None, None, 0)
+    assert sorted(coord.registry.names) == sorted(AGENT)
+    assert {s.name for s in coord.registry.specs()} == set(AGENT)  # the model is never shown them
+    _, error = coord.registry.check(ToolUseBlock("1", "write_file", {"path": "x", "content": "y"}))
+    assert error is not None
+    assert "outside this agent's tool fence" in error
+    assert coord.registry.clone().held == coord.registry.held
+
+
+def test_a_delegator_holds_no_more_than_its_parent(tmp_path: Path) -> None:
+    reader = AgentDefinition("reader", tools=["read_file", "grep", "spawn_agent"])
+    defs = load_definitions(tmp_path, session=[reader])
+    f = factory(tmp_path, "yolo")
+    root = f.authority(defs.get("reader"), None, None, 0)
+    coord = f.authority(defs.get("coordinator"), root.mode, root.registry, 1)
+    assert sorted(coord.registry.held) == ["grep", "read_file"]
+    assert coord.registry.names == ["spawn_agent"]
+    grand = f.authority(defs.get("general-purpose"), coord.mode, coord.registry, 2)
+    assert sorted(grand.registry.names) == ["grep", "read_file"]
+    named = AgentDefinition("picky", tools=["spawn_agent"], delegate_tools=["read_file", "bash", "nope"])
+    defs = load_definitions(tmp_path, session=[named])
+    root = f.authority(defs.get("general-purpose"), None, None, 0)
+    assert f.authority(defs.get("picky"), root.mode, root.registry, 1).registry.held == ["read_file", "bash"]
+    limited = f.authority(defs.get("picky"), coord.mode, coord.registry, 1)  # bash: not the coordinator's
+    assert limited.registry.held == ["read_file"]
+
+
+def test_delegate_tools_in_an_agent_file(tmp_path: Path) -> None:
+    agents = tmp_path / ".subagents" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "boss.md").write_text("---\nname: boss\ntools: [Task]\ndelegateTools: Read, Edit, Bash\n---\nDelegate.\n")
+    d = load_definitions(tmp_path).get("boss")
+    assert d.tools == ["spawn_agent"]
+    assert d.delegate_tools == ["read_file", "edit_file", "bash"]
+    assert d.to_dict()["delegate_tools"] == ["read_file", "edit_file", "bash"]
 
 
 def test_a_read_only_parent_cannot_get_a_writer(tmp_path: Path) -> None:

@@ -238,3 +238,39 @@ async def test_a_closed_teammate_leaves_the_team_and_gives_back_its_task(workdir
         assert (team.tasks[0].status, team.tasks[0].owner) == (TaskStatus.PENDING, None)
         team.delete()  # every member is shut down: the team can go
         assert rt.create_team("c").tasks == []
+
+
+async def test_the_coordinators_teammates_and_children_get_the_file_tools_it_holds(workdir: Path) -> None:
+    """The built-in coordinator only delegates, yet its workers edit the workspace: it holds the file tools
+    (``delegate_tools``) for them without calling them itself."""
+    seen: dict[str, list[str]] = {}
+
+    def model(req: ModelRequest) -> ModelResponse:
+        who = member_name(req) or req.agent.agent_type
+        seen.setdefault(who, req.tool_names)
+        n = turns(req)
+        if who == "coordinator":
+            if n == 0:
+                return ModelResponse(tool_calls=[call("team_create", {"name": "w"})])
+            if n == 1:
+                return ModelResponse(tool_calls=[
+                    call("spawn_agent", {"agent_type": "general-purpose", "prompt": "write", "team": "w",
+                                         "name": "scribe"}),
+                    call("spawn_agent", {"agent_type": "general-purpose", "prompt": "write too"}, 1)])
+            if n == 2:  # tried to write itself: refused, it only holds the tool
+                return ModelResponse(tool_calls=[call("write_file", {"path": "lead.txt", "content": "no"})])
+            return ModelResponse(text="lead done")
+        if n == 0:
+            path = "team.txt" if who == "scribe" else "child.txt"
+            return ModelResponse(tool_calls=[call("write_file", {"path": path, "content": f"by {who}\n"})])
+        return ModelResponse(text="written")
+
+    async with Runtime(model=FunctionModel(model), workdir=workdir, store="memory", permission_mode="autoEdit") as rt:
+        r = await asyncio.wait_for(rt.run("write two files", agent="coordinator"), 20)
+        assert r.outcome == "ok"
+        await rt.team("w").wait_idle(timeout=5)
+    assert (workdir / "team.txt").read_text() == "by scribe\n"
+    assert (workdir / "child.txt").read_text() == "by general-purpose\n"
+    assert not (workdir / "lead.txt").exists()
+    assert "write_file" not in seen["coordinator"]
+    assert {"write_file", "edit_file", "bash", "task_claim"} <= set(seen["scribe"])

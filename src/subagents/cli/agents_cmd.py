@@ -48,6 +48,8 @@ def list_(as_json: bool) -> int:
         tools = "all tools" if d.tools is None else ", ".join(d.tools)
         if d.disallowed_tools:
             tools += f" (minus {', '.join(d.disallowed_tools)})"
+        if d.delegate_tools:
+            tools += f"; holds for its sub-agents: {', '.join(d.delegate_tools)}"
         click.echo(f"{name:<{width}}  {d.description}")
         click.echo(f"{'':<{width}}  source: {d.source}; model: {d.model}; tools: {tools}")
         for s in defs.shadowed.get(name, []):

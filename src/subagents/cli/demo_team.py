@@ -1,6 +1,6 @@
 """``subagents demo --team``: a scripted team (``FunctionModel`` — no LLM) counts lines with the real tools.
 
-The lead (:data:`TEAM_LEAD`, the coordinator's prompt with the file tools its teammates need) creates a team,
+The lead (:data:`TEAM_LEAD`, a lead that writes the report itself) creates a team,
 puts one task per file type on the board (up to three of the types the directory has, ``.py``, ``.md`` and
 ``.toml`` first) and spawns three teammates.  Each teammate claims a task (``task_claim``), finds the files
 (``list_dir``, ``glob``), counts their lines (``read_file`` with ``limit=1``: its footer says how many lines
@@ -45,8 +45,8 @@ TEAM_LEAD = AgentDefinition(
     "You lead a team: create it, put one task per part of the job on its board, spawn named teammates to claim "
     "them, sum what they report by message, and write the report.",
     tools=["team_create", "spawn_agent", "list_dir", "glob", "read_file", "write_file"])
-"""The demo's lead.  (A teammate's tools are fenced by its lead's, so the lead lists the file tools its
-teammates use; the built-in coordinator lists none.)"""
+"""The demo's lead: unlike the built-in coordinator (which only delegates) it reads and writes the report itself;
+its teammates' file tools come from its own fence."""
 _COUNT = re.compile(r'from="([^"]+)" kind="[a-z]+">\nCOUNT (\S+) files=(\d+) lines=(\d+)(.*)$', re.M)
 
 

@@ -28,6 +28,7 @@ BUILTIN_DIR = Path(__file__).parent / "builtin"
 
 _KEY_ALIASES = {
     "disallowedtools": "disallowed_tools", "disallowed_tools": "disallowed_tools",
+    "delegatetools": "delegate_tools", "delegate_tools": "delegate_tools",
     "maxturns": "max_turns", "max_turns": "max_turns",
     "maxtokens": "max_tokens", "max_tokens": "max_tokens",
     "timeout": "timeout_s", "timeout_s": "timeout_s", "timeouts": "timeout_s", "runtimeoutseconds": "timeout_s",
@@ -111,7 +112,7 @@ def parse_definition(meta: dict[str, Any], body: str, *, source: str, default_na
             continue
         if value is None:
             continue
-        if key in ("tools", "disallowed_tools", "nickname_candidates"):
+        if key in ("tools", "disallowed_tools", "delegate_tools", "nickname_candidates"):
             setattr(d, key, _as_list(value, str(raw_key), source, map_tools=key != "nickname_candidates"))
         elif key in ("max_turns", "max_tokens"):
             setattr(d, key, _number(value, str(raw_key), source, whole=True))

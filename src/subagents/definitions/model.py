@@ -22,7 +22,10 @@ class AgentDefinition:
     """One agent type.
 
     ``tools`` is an allowlist (``None``: every tool the runtime has); ``disallowed_tools`` is
-    subtracted from it.  ``model`` is ``"inherit"`` (the parent's model) or a model string.
+    subtracted from it.  ``delegate_tools`` are tools the agent hands to its sub-agents without
+    calling them itself (``["*"]``: every tool its own parent could give it); a coordinator holds the
+    file tools this way so its workers can edit while it only delegates.  ``model`` is ``"inherit"``
+    (the parent's model) or a model string.
 
     >>> d = AgentDefinition("reviewer", "Reviews diffs", "You review code.", tools=["read_file", "grep"])
     >>> d.limits()
@@ -34,6 +37,7 @@ class AgentDefinition:
     system_prompt: str = ""
     tools: list[str] | None = None
     disallowed_tools: list[str] = field(default_factory=list)
+    delegate_tools: list[str] = field(default_factory=list)
     model: str = "inherit"
     max_turns: int | None = None
     max_tokens: int | None = None
@@ -52,7 +56,8 @@ class AgentDefinition:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "description": self.description, "tools": self.tools,
-            "disallowed_tools": self.disallowed_tools, "model": self.model, "max_turns": self.max_turns,
+            "disallowed_tools": self.disallowed_tools, "delegate_tools": self.delegate_tools, "model": self.model,
+            "max_turns": self.max_turns,
             "max_tokens": self.max_tokens, "timeout_s": self.timeout_s, "max_cost_usd": self.max_cost_usd,
             "background": self.background, "nickname_candidates": self.nickname_candidates,
             "permission_mode": self.permission_mode, "isolation": self.isolation, "source": self.source,

@@ -3,7 +3,9 @@
 A child's authority is computed from its parent's, never from the runtime's universe of tools:
 
 - tools: (parent's tools) ∩ (the definition's allowlist, if any) − (its denylist), minus the
-  spawning tools past ``max_depth``; a root starts from the runtime's tools;
+  spawning tools past ``max_depth``; a root starts from the runtime's tools. "Parent's tools" are
+  the tools it may call plus those it holds for its children (``delegate_tools``: a coordinator
+  holds the file tools without calling them), and a holder gets no more than its own parent had;
 - permission mode: :func:`~subagents.authority.permissions.narrow_mode` (never wider than the
   parent's; a ``yolo`` parent makes the child ``yolo``); a root's parent is the runtime's mode;
 - a ``plan``-mode parent may spawn only read-only agent types (no file-editing tool in the fence).
@@ -87,7 +89,7 @@ class AgentFactory:
         self.runtime_mode = runtime_mode
         self.workdir = workdir
         self.spawn_tools = frozenset(t.name for t in self.tools if t.category is ToolCategory.AGENT)
-        self._registries: dict[tuple[str, bool, int], tuple[ToolRegistry, tuple[str, ...], object]] = {}
+        self._registries: dict[tuple[str, bool, bool, int], tuple[ToolRegistry, tuple[str, ...], object]] = {}
         self._prompts: dict[tuple[object, ...], str] = {}
         self._limits: dict[tuple[object, ...], Limits] = {}
 
@@ -128,7 +130,7 @@ class AgentFactory:
                   depth: int) -> Grant:
         """The mode and fence of a new agent of type ``d`` (``parent_*`` ``None`` for a root)."""
         mode, note = narrow_mode(parent_mode or self.runtime_mode, d.permission_mode)
-        registry, notes = self._registry(d, parent_registry, depth >= self.max_depth)
+        registry, notes = self._registry(d, parent_registry, depth >= self.max_depth, mode == "plan")
         if parent_mode == "plan":
             editing = [n for n, t in registry.allowed.items() if t.category is ToolCategory.EDIT]
             if editing:
@@ -138,27 +140,39 @@ class AgentFactory:
                     "those, or do the reading yourself")
         return Grant(mode, registry, [note, *notes] if note else list(notes))
 
-    def _registry(self, d: AgentDefinition, parent: ToolRegistry | None, at_max_depth: bool
+    def _registry(self, d: AgentDefinition, parent: ToolRegistry | None, at_max_depth: bool, plan: bool
                   ) -> tuple[ToolRegistry, tuple[str, ...]]:
-        key = (d.name, at_max_depth, id(parent.allowed) if parent is not None else 0)
+        key = (d.name, at_max_depth, plan, id(parent.grantable) if parent is not None else 0)
         hit = self._registries.get(key)
         if hit is not None:
             return hit[0], hit[1]
         deny = set(d.disallowed_tools) | (self.spawn_tools if at_max_depth else set())
+        universe = {t.name: t for t in self.tools}
+        source = parent.grantable if parent is not None else universe  # what this agent's authority is cut from
+        hold = self._held(d, source, at_max_depth, plan)
         if parent is None:
-            template = ToolRegistry(self.tools, allow=d.tools, deny=deny, agent_type=d.name)
+            template = ToolRegistry(self.tools, allow=d.tools, deny=deny, agent_type=d.name, hold=hold)
             notes: tuple[str, ...] = ()
         else:
-            universe = {t.name for t in self.tools}
-            base = ([n for n in d.tools if n in parent.allowed] if d.tools is not None  # team tools: by name only
-                    else [n for n, t in parent.allowed.items() if t.category is not ToolCategory.TEAM])
-            template = ToolRegistry(self.tools, allow=base, deny=deny, agent_type=d.name)
-            missing = [n for n in (d.tools or ()) if n in universe and n not in parent.allowed and n not in deny]
+            base = ([n for n in d.tools if n in source] if d.tools is not None  # team tools: by name only
+                    else [n for n, t in source.items() if t.category is not ToolCategory.TEAM])
+            template = ToolRegistry(self.tools, allow=base, deny=deny, agent_type=d.name, hold=hold)
+            missing = [n for n in (d.tools or ()) if n in universe and n not in source and n not in deny]
             notes = (f"tools its definition lists but its parent does not have were left out: {', '.join(missing)}",
                      ) if missing else ()
         # keep the parent's fence alive with the entry, so its id() cannot be reused for another fence
-        self._registries[key] = (template, notes, parent.allowed if parent is not None else None)
+        self._registries[key] = (template, notes, parent.grantable if parent is not None else None)
         return template, notes
+
+    @staticmethod
+    def _held(d: AgentDefinition, source: dict[str, Tool], at_max_depth: bool, plan: bool) -> list[str]:
+        """The tools ``d`` holds for its sub-agents: none past ``max_depth`` (it cannot spawn), no editing
+        tool in plan mode (a plan-mode agent may spawn only read-only types)."""
+        if not d.delegate_tools or at_max_depth:
+            return []
+        names = ([n for n, t in source.items() if t.category is not ToolCategory.TEAM]
+                 if "*" in d.delegate_tools else [n for n in d.delegate_tools if n in source])
+        return [n for n in names if not (plan and source[n].category is ToolCategory.EDIT)]
 
     def system_prompt(self, base: str, d: AgentDefinition, *, is_child: bool, mode: str, briefing: str,
                       notes: tuple[str, ...], workdir: str | None = None) -> str:

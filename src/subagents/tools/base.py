@@ -209,9 +209,13 @@ class ToolRegistry:
 
     The fence is computed once (``allowed``) and checked again in :meth:`execute`: a call to a tool
     outside it returns a tool error naming the tool and the agent type, and the tool never runs.
+
+    ``hold`` names tools the agent may hand to its sub-agents without calling them itself (a
+    delegator's ``delegate_tools``): they are in ``grantable`` (what a child's fence is cut from),
+    not in ``allowed`` (what its model sees and may call).
     """
 
-    __slots__ = ("_specs", "agent_type", "allowed", "known", "max_output")
+    __slots__ = ("_specs", "agent_type", "allowed", "grantable", "known", "max_output")
 
     def __init__(
         self,
@@ -221,6 +225,7 @@ class ToolRegistry:
         deny: Collection[str] = (),
         agent_type: str = "agent",
         max_output: int = MAX_TOOL_OUTPUT,
+        hold: Collection[str] = (),
     ) -> None:
         self.known: dict[str, Tool] = {}
         for t in tools:
@@ -232,6 +237,9 @@ class ToolRegistry:
                  else [n for n in allow if n in self.known])
         deny_set = set(deny)
         self.allowed: dict[str, Tool] = {n: self.known[n] for n in names if n not in deny_set}
+        held = [n for n in hold if n in self.known and n not in deny_set and n not in self.allowed]
+        self.grantable: dict[str, Tool] = (
+            {**self.allowed, **{n: self.known[n] for n in held}} if held else self.allowed)
         self.agent_type = agent_type
         self.max_output = max_output
         self._specs: list[ToolSpec] | None = None
@@ -239,8 +247,8 @@ class ToolRegistry:
     def clone(self) -> ToolRegistry:
         """A new registry instance with the same fence (the fence data is immutable, so it is shared)."""
         twin = ToolRegistry.__new__(ToolRegistry)
-        twin.known, twin.allowed, twin.agent_type, twin.max_output = (
-            self.known, self.allowed, self.agent_type, self.max_output)
+        twin.known, twin.allowed, twin.grantable, twin.agent_type, twin.max_output = (
+            self.known, self.allowed, self.grantable, self.agent_type, self.max_output)
         twin._specs = self.specs()
         return twin
 
@@ -251,7 +259,12 @@ class ToolRegistry:
             return self
         known = {**self.known, **{t.name: t for t in extra}}
         return ToolRegistry(known.values(), allow=[*self.allowed, *(t.name for t in extra)],
-                            agent_type=self.agent_type, max_output=self.max_output)
+                            agent_type=self.agent_type, max_output=self.max_output, hold=self.held)
+
+    @property
+    def held(self) -> list[str]:
+        """The tools this agent may hand to its sub-agents but not call itself."""
+        return [n for n in self.grantable if n not in self.allowed]
 
     def specs(self) -> list[ToolSpec]:
         """The tools as the model sees them (only those inside the fence)."""
