@@ -1,0 +1,135 @@
+"""``subagents serve``: the runtime as an MCP server, over stdio or streamable HTTP on loopback.
+
+One :class:`~subagents.Runtime` lives as long as the server: background agents keep running between
+tool calls and their records are in the project's run store, as with ``subagents run``.  The tools are
+those of :class:`~subagents.serve.service.AgentService`, served by the official ``mcp`` SDK's
+``MCPServer``.  When the server stops (the client closes stdin, or a signal), agents still running are
+closed and recorded as ``interrupted``: ``resume_agent`` (or ``subagents runs resume``) goes on with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+from ..exceptions import UserError
+from ..runtime.runtime import Runtime
+from .service import AgentService
+
+__all__ = ["INSTRUCTIONS", "ServeOptions", "build_server", "serve"]
+
+INSTRUCTIONS = """\
+subagents runs LLM agents for you. spawn_agent hands one task to an agent with a fresh conversation \
+(agent types: general-purpose, explore, plan, verify, coordinator, or the project's own) and returns its \
+answer; with background=true it returns an id at once and the agent keeps running: collect the result \
+with wait (or result), steer it with send_input, stop it with close_agent, give a finished one more work \
+with resume_agent. list_agents and status show where they stand."""
+
+HOST = "127.0.0.1"
+MCP_PATH = "/mcp"
+
+
+@dataclass(slots=True)
+class ServeOptions:
+    """How to serve: ``http_port`` None for stdio, else streamable HTTP on 127.0.0.1 (0: any free port)."""
+
+    http_port: int | None = None
+    say: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr, flush=True))
+    """Where the server tells where it listens (stderr: stdout carries the stdio protocol)."""
+
+
+def build_server(rt: Runtime) -> MCPServer:
+    """An ``MCPServer`` whose tools act on ``rt`` (which must stay open while it serves)."""
+    server: MCPServer = MCPServer("subagents", instructions=INSTRUCTIONS, version=_version(),
+                                  log_level="WARNING")
+    for fn in AgentService(rt).tools():
+        server.add_tool(fn, structured_output=True)
+    return server
+
+
+async def serve(rt: Runtime, options: ServeOptions) -> None:
+    """Serve ``rt`` until the client goes away or SIGTERM, SIGINT or SIGHUP arrives; then close ``rt``."""
+    server = build_server(rt)
+    task = asyncio.current_task()
+    assert task is not None
+    http: list[_Uvicorn] = []
+    stopped: list[str] = []
+
+    def stop(sig: signal.Signals) -> None:
+        if stopped:
+            return
+        stopped.append(sig.name)
+        rt.interrupting(sig.name)
+        if http:  # finish the requests in flight, then return from serve()
+            http[0].should_exit = True
+        else:  # stdio: the reader blocks on stdin, so the serving task is cancelled
+            task.cancel()
+
+    async with rt:
+        with _signals(stop):
+            try:
+                if options.http_port is None:
+                    await server.run_stdio_async()
+                else:
+                    await _serve_http(server, options, http)
+            except asyncio.CancelledError:
+                if not stopped:
+                    raise
+                task.uncancel()
+            if not stopped:  # the client left: agents still running are recorded as interrupted, resumable
+                rt.interrupting("the MCP client disconnected")
+
+
+async def _serve_http(server: MCPServer, options: ServeOptions, holder: list[_Uvicorn]) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, options.http_port or 0))
+    except OSError as e:
+        sock.close()
+        raise UserError(f"cannot listen on {HOST}:{options.http_port} ({e.strerror or e}); pick another port "
+                        "with --http PORT (0 picks a free one)") from None
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=HOST)
+    holder.append(_Uvicorn(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5, lifespan="on")))
+    port = sock.getsockname()[1]
+    options.say(f"subagents serve: MCP over streamable HTTP at http://{HOST}:{port}{MCP_PATH}")
+    with sock:
+        await holder[0].serve(sockets=[sock])
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handlers: :func:`serve` has them (and closes the runtime after it)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.contextmanager
+def _signals(stop: Callable[[signal.Signals], None]) -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+    sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    for sig in sigs:
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        yield
+    finally:
+        for sig in sigs:
+            loop.remove_signal_handler(sig)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("subagents")
+    except PackageNotFoundError:
+        return "unknown"
