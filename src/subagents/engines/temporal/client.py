@@ -1,0 +1,101 @@
+"""The client side: :class:`TemporalEngine` starts root agents as workflows and steers them.
+
+>>> # doctest: +SKIP
+>>> engine = await TemporalEngine.connect("temporal://localhost:7233?task_queue=subagents")
+>>> result = await engine.run("Find where settings are parsed", agent="explore")
+
+Runs execute on workers (``subagents worker``); this side needs no model, no tools: it asks the
+workers by task queue.  Results, status and transcripts are in the run store as with the local engine.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
+
+from ...exceptions import SpawnError, UserError
+from ...limits import Limits
+from ...runtime.result import RunResult
+from .shapes import WORKFLOW_NAME, ActivityOptions, AgentJob, AgentOutcome, AgentStart
+from .target import TemporalTarget
+
+__all__ = ["TemporalEngine"]
+
+_STATUS = {WorkflowExecutionStatus.RUNNING: "running", WorkflowExecutionStatus.COMPLETED: "completed",
+           WorkflowExecutionStatus.FAILED: "errored", WorkflowExecutionStatus.TIMED_OUT: "errored",
+           WorkflowExecutionStatus.TERMINATED: "shutdown", WorkflowExecutionStatus.CANCELED: "shutdown"}
+
+
+class TemporalEngine:
+    """Root agents as Temporal workflows (see the module docstring)."""
+
+    name = "temporal"
+
+    def __init__(self, client: Client, target: TemporalTarget, options: ActivityOptions | None = None) -> None:
+        self.client = client
+        self.target = target
+        self.options = options or ActivityOptions()
+
+    @classmethod
+    async def connect(cls, url: str, options: ActivityOptions | None = None) -> TemporalEngine:
+        """Connect to the server of the engine URL ``temporal://host:port?namespace=...&task_queue=...``."""
+        from .worker import connect
+
+        target = TemporalTarget.parse(url)
+        return cls(await connect(target), target, options)
+
+    async def start(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
+                    model: str | None = None, label: str = "") -> str:
+        """Start a root agent; returns its run id (the workflow id) at once."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise SpawnError("the prompt is empty; give the agent a task to do")
+        if model is not None and not isinstance(model, str):
+            raise UserError("on the Temporal engine a model is named by a string (the workers resolve it), "
+                            f"not passed as an object; got {type(model).__name__}")
+        run_id = str(uuid.uuid4())
+        start = AgentStart(run_id, agent, prompt, label, model, asdict(limits) if limits else {}, self.options)
+        await self.client.start_workflow(WORKFLOW_NAME, AgentJob(start=start), id=run_id,
+                                         task_queue=self.target.task_queue)
+        return run_id
+
+    async def result(self, run_id: str) -> RunResult:
+        """Wait for the run ``run_id`` to end and return its result."""
+        handle: WorkflowHandle[Any, AgentOutcome] = self.client.get_workflow_handle(run_id, result_type=AgentOutcome)
+        try:
+            out = await handle.result()
+        except WorkflowFailureError as e:
+            cause: BaseException = e
+            while getattr(cause, "cause", None) is not None:  # the activity's own error, under the wrappers
+                cause = cause.cause  # type: ignore[attr-defined]
+            raise SpawnError(f"agent run {run_id} failed on the Temporal engine: "
+                             f"{getattr(cause, 'message', None) or cause}") from None
+        return RunResult.from_dict(out.result)
+
+    async def run(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
+                  model: str | None = None) -> RunResult:
+        """Run a root agent to its end (on the workers) and return its result."""
+        return await self.result(await self.start(prompt, agent, limits=limits, model=model))
+
+    async def send_input(self, run_id: str, message: str) -> None:
+        """Deliver ``message`` to a running agent at its next tool boundary (a signal)."""
+        await self.client.get_workflow_handle(run_id).signal("send_input", message)
+
+    async def close(self, run_id: str) -> RunResult:
+        """Close a run and its descendants (cancellation); returns its partial result."""
+        await self.client.get_workflow_handle(run_id).cancel()
+        return await self.result(run_id)
+
+    async def status(self, run_id: str) -> str:
+        """``running`` / ``completed`` / ``errored`` / ``shutdown``, or ``not_found``."""
+        try:
+            desc = await self.client.get_workflow_handle(run_id).describe()
+        except RPCError:
+            return "not_found"
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            out = await self.client.get_workflow_handle(run_id, result_type=AgentOutcome).result()
+            return str(out.result.get("status", "completed"))
+        return _STATUS.get(desc.status, "running") if desc.status is not None else "not_found"

@@ -1,0 +1,171 @@
+"""The values that cross between the client, the workflows and the activities (plain dataclasses).
+
+Everything here is data only (no I/O, no clock, no randomness), so the workflow sandbox may import it
+as is and Temporal's JSON data converter turns each into a JSON object and back.  Messages travel as
+the dicts of :func:`subagents.messages.message_to_dict`; results as :meth:`RunResult.to_dict` dicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ActivityOptions", "AgentJob", "AgentOutcome", "AgentStart", "Announcement", "Fence", "ModelCall",
+           "ModelReply", "Prepared", "SpawnPlan", "SpawnReply", "ToolRun", "ToolRunReply", "WorkflowFinish"]
+
+WORKFLOW_NAME = "subagents.Agent"
+"""The workflow type every agent run is (its id is the run id)."""
+
+
+@dataclass
+class ActivityOptions:
+    """Timeouts (seconds) and retries of the activities of one tree (the workflow applies them)."""
+
+    model_timeout_s: float = 300.0
+    tool_timeout_s: float = 600.0
+    store_timeout_s: float = 60.0
+    max_attempts: int = 5
+
+
+@dataclass
+class Fence:
+    """What determines an agent's tools: its type, depth, mode and the tools its parent could grant
+    (``None`` for a root).  The worker recomputes (and caches) the registry from it."""
+
+    agent_type: str
+    depth: int
+    parent_mode: str | None = None
+    parent_grantable: list[str] | None = None
+
+
+@dataclass
+class AgentStart:
+    """A root run as the client asks for it (the worker resolves the rest in ``prepare``)."""
+
+    run_id: str
+    agent_type: str
+    prompt: str
+    label: str = ""
+    model: str | None = None
+    limits: dict[str, Any] = field(default_factory=dict)
+    options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass
+class Prepared:
+    """A run ready to go: recorded in the store, its prompt, fence and limits resolved."""
+
+    run_id: str
+    nickname: str
+    agent_type: str
+    prompt: str
+    system: str
+    system_prefix: int
+    mode: str
+    fence: Fence
+    tools: list[str]
+    grantable: list[str]
+    parallel_safe: list[str]
+    limits: dict[str, Any]
+    model: str | None
+    result_max_chars: int
+    root_id: str
+    depth: int = 0
+    parent_id: str | None = None
+    background: bool = False
+    label: str = ""
+    notes: list[str] = field(default_factory=list)
+    options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass
+class AgentJob:
+    """The input of an agent workflow: a root to prepare, or a child its parent prepared."""
+
+    start: AgentStart | None = None
+    prepared: Prepared | None = None
+
+
+@dataclass
+class ModelCall:
+    """One model call; ``messages[record_from:]`` are recorded in the store first (with ``delivered``
+    announcements marked delivered), the assistant's reply after, at the next index."""
+
+    run: Prepared
+    messages: list[dict[str, Any]]
+    record_from: int
+    delivered: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModelReply:
+    """The assistant message (already recorded), its usage and cost, or the error that ended the run."""
+
+    message: dict[str, Any] | None = None
+    text: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float | None = None
+    cost_known: bool = True
+    error: str | None = None
+
+
+@dataclass
+class ToolRun:
+    """One tool call of an agent, run by the worker through the agent's guard and fenced registry."""
+
+    run: Prepared
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ToolRunReply:
+    content: str
+    is_error: bool = False
+
+
+@dataclass
+class SpawnPlan:
+    """A ``spawn_agent`` call to check and record (the child is started by the parent's workflow)."""
+
+    parent: Prepared
+    arguments: dict[str, Any]
+
+
+@dataclass
+class SpawnReply:
+    """The recorded child, or the tool error for the model."""
+
+    child: Prepared | None = None
+    error: str | None = None
+
+
+@dataclass
+class Announcement:
+    """A background child's result for its parent; ``key`` (``"<child id>:1"``) makes delivery idempotent."""
+
+    key: str
+    child_id: str
+    text: str
+
+
+@dataclass
+class WorkflowFinish:
+    """The end of a run to record: its result, the messages not recorded yet (``pending``, from index
+    ``record_from``) and the announcements they (or a ``wait``) handed over (``delivered``)."""
+
+    run: Prepared
+    result: dict[str, Any]
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    record_from: int = 0
+    delivered: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AgentOutcome:
+    """What an agent workflow returns: its result, the compressed text a parent sees, the announcement."""
+
+    result: dict[str, Any]
+    compressed: str
+    announcement: Announcement | None = None

@@ -1,0 +1,267 @@
+"""``AgentWorkflow``: one agent run as a Temporal workflow (its id is the run id).
+
+The workflow mirrors :class:`~subagents.runtime.loop.AgentCore` step by step, deterministically:
+
+1. ``prepare`` (a root) — the worker resolves and records the run; a child arrives prepared by its parent.
+2. Per turn: ``max_turns`` is checked *before* the model call; the model call is an activity that
+   also records the messages appended since the last one; usage and cost are added and
+   ``max_tokens`` / ``max_cost_usd`` checked.  ``timeout_s`` is a durable timer around the turns.
+3. No tool calls: the final answer (unless inbox messages wait: they are appended, the run goes on).
+4. Tool calls: consecutive parallel-safe calls run concurrently, the others in order.  The agent
+   tools are carried out here (:mod:`.agent_tools`): ``spawn_agent`` starts a child workflow,
+   ``wait`` waits on children, ``send_input`` signals one, ``close_agent`` cancels one.  Every
+   other tool is a ``call_tool`` activity.  Failures are tool errors the model sees.
+5. The tool results and the inbox (``send_input`` signals; background children's announcements,
+   deduplicated by their idempotency key) form the next user message — the next tool boundary.
+6. ``finish`` records the end; a background child then signals its parent ``announce`` once.
+
+Cancellation (``close``) stops the run as ``cancelled`` and cancels its running children too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from .agent_tools import AGENT_TOOL_NAMES, AgentTools
+    from .shapes import (
+        WORKFLOW_NAME,
+        AgentJob,
+        AgentOutcome,
+        Announcement,
+        ModelCall,
+        ModelReply,
+        Prepared,
+        ToolRun,
+        ToolRunReply,
+        WorkflowFinish,
+    )
+
+__all__ = ["AgentWorkflow"]
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+@dataclass
+class _Stop:
+    outcome: str
+    limit: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Final:
+    text: str
+
+
+@dataclass
+class _Inbox:
+    items: list[tuple[str | None, str]] = field(default_factory=list)  # (announcement key or None, text)
+    seen: set[str] = field(default_factory=set)
+
+
+def _text(t: str) -> dict[str, Any]:
+    return {"kind": "text", "text": t}
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class AgentWorkflow:
+    """One agent run.  Signals: ``send_input(text)``, ``announce(Announcement)``; query: ``status()``."""
+
+    def __init__(self) -> None:
+        self.inbox = _Inbox()
+        self.acks: list[str] = []  # announcements handed over, to mark delivered with the next recorded message
+        self.messages: list[dict[str, Any]] = []
+        self.recorded = 0
+        self.status = "pending_init"
+        self.turns = 0
+        self.tool_calls = 0
+        self.usage = dict.fromkeys(_USAGE_KEYS, 0)
+        self.cost: float | None = None
+        self.cost_known = True
+        self.last_text = ""
+        self.run_info: Prepared | None = None
+        self.tools: AgentTools | None = None
+
+    # -- signals and queries ------------------------------------------------------------------------
+    @workflow.signal(name="send_input")
+    def send_input(self, text: str) -> None:
+        """A message for the agent, read at its next tool boundary."""
+        self.inbox.items.append((None, text))
+
+    @workflow.signal(name="announce")
+    def announce(self, ann: Announcement) -> None:
+        """A background child's result; a key seen before (a repeat, or withdrawn by ``wait``) is dropped."""
+        if ann.key in self.inbox.seen:
+            return
+        self.inbox.seen.add(ann.key)
+        self.inbox.items.append((ann.key, ann.text))
+
+    @workflow.query(name="status")
+    def get_status(self) -> str:
+        return self.status
+
+    def withdraw(self, key: str) -> None:
+        """``wait`` or ``close_agent`` handed this child's result over: its announcement counts as delivered."""
+        waiting = any(k == key for k, _ in self.inbox.items)
+        if key in self.inbox.seen and not waiting:
+            return  # delivered (or withdrawn) before
+        self.inbox.seen.add(key)
+        self.inbox.items = [(k, t) for k, t in self.inbox.items if k != key]
+        self.acks.append(key)
+
+    def drain(self) -> list[dict[str, Any]]:
+        out = []
+        for key, text in self.inbox.items:
+            if key is not None:
+                self.acks.append(key)
+            out.append(_text(text))
+        self.inbox.items = []
+        return out
+
+    # -- activities -----------------------------------------------------------------------------------
+    def opts(self, kind: str) -> dict[str, Any]:
+        assert self.run_info is not None
+        o = self.run_info.options
+        timeout = {"model": o.model_timeout_s, "tool": o.tool_timeout_s}.get(kind, o.store_timeout_s)
+        return {"start_to_close_timeout": timedelta(seconds=timeout),
+                "retry_policy": RetryPolicy(maximum_attempts=o.max_attempts,
+                                            initial_interval=timedelta(milliseconds=200))}
+
+    # -- the run --------------------------------------------------------------------------------------
+    @workflow.run
+    async def run(self, job: AgentJob) -> AgentOutcome:
+        if job.prepared is not None:
+            p = job.prepared
+        elif job.start is not None:
+            o = job.start.options
+            p = await workflow.execute_activity(
+                "subagents.prepare", job.start, result_type=Prepared,
+                start_to_close_timeout=timedelta(seconds=o.store_timeout_s),
+                retry_policy=RetryPolicy(maximum_attempts=o.max_attempts, non_retryable_error_types=["SpawnError"]))
+        else:
+            raise ApplicationError("an agent workflow needs a start or a prepared run", non_retryable=True)
+        self.run_info = p
+        self.tools = AgentTools(self, p)
+        self.status = "running"
+        self.messages.append({"role": "user", "content": [_text(p.prompt)]})
+        started = workflow.now()
+        try:
+            decision = await self._with_deadline(p)
+        except asyncio.CancelledError:
+            decision = _Stop("cancelled", None, "closed before it finished")
+            await self.tools.cancel_children()
+        result = self._result(p, decision, (workflow.now() - started).total_seconds())
+        fin = WorkflowFinish(p, result, self.messages[self.recorded:], self.recorded, self.acks)
+        out: AgentOutcome = await workflow.execute_activity("subagents.finish", fin, result_type=AgentOutcome,
+                                                            **self.opts("store"))
+        self.status = result["status"]
+        if out.announcement is not None and p.parent_id is not None:
+            try:
+                await workflow.get_external_workflow_handle(p.parent_id).signal("announce", out.announcement)
+            except ApplicationError:
+                workflow.logger.info("parent %s has ended: the announcement stays queued in the store", p.parent_id)
+        return out
+
+    async def _with_deadline(self, p: Prepared) -> _Final | _Stop:
+        timeout = p.limits.get("timeout_s")
+        if timeout is None:
+            return await self._turns(p)
+        try:
+            return await asyncio.wait_for(self._turns(p), timeout=float(timeout))
+        except TimeoutError:
+            return _Stop("timeout", "timeout_s", f"Exceeded timeout_s={timeout}")
+
+    async def _turns(self, p: Prepared) -> _Final | _Stop:
+        lim = p.limits
+        while True:
+            if lim.get("max_turns") is not None and self.turns + 1 > lim["max_turns"]:
+                return _Stop("limit", "max_turns", f"Exceeded max_turns={lim['max_turns']} (turns={self.turns + 1})")
+            self.turns += 1
+            call = ModelCall(p, self.messages, self.recorded, self.acks)
+            try:
+                reply = await workflow.execute_activity("subagents.call_model", call, result_type=ModelReply,
+                                                        **self.opts("model"))
+            except ActivityError as e:
+                return _Stop("error", None, f"the model call failed after retries: {e.cause or e}")
+            if reply.error is not None or reply.message is None:
+                return _Stop("error", None, reply.error or "the model returned nothing")
+            self.acks = []
+            self.messages.append(reply.message)
+            self.recorded = len(self.messages)
+            stop = self._account(reply, lim)
+            if stop is not None:
+                return stop
+            calls = [b for b in reply.message["content"] if b["kind"] == "tool_use"]
+            if not calls:
+                if self.inbox.items:
+                    self.messages.append({"role": "user", "content": self.drain()})
+                    continue
+                return _Final(reply.text)
+            results = await self._run_tools(p, calls)
+            self.messages.append({"role": "user", "content": results + self.drain()})
+
+    def _account(self, reply: ModelReply, lim: dict[str, Any]) -> _Stop | None:
+        if reply.text:
+            self.last_text = reply.text
+        for k in _USAGE_KEYS:
+            self.usage[k] += int(reply.usage.get(k, 0))
+        if not reply.cost_known:
+            self.cost_known, self.cost = False, None
+        elif self.cost_known and reply.cost_usd is not None:
+            self.cost = (self.cost or 0.0) + reply.cost_usd
+        tokens = self.usage["input_tokens"] + self.usage["output_tokens"]
+        if lim.get("max_tokens") is not None and tokens > lim["max_tokens"]:
+            return _Stop("limit", "max_tokens", f"Exceeded max_tokens={lim['max_tokens']} (tokens={tokens})")
+        cap = lim.get("max_cost_usd")
+        if cap is not None and self.cost is not None and self.cost > cap:
+            return _Stop("limit", "max_cost_usd", f"Exceeded max_cost_usd={cap} (cost={round(self.cost, 6)})")
+        return None
+
+    async def _run_tools(self, p: Prepared, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        i = 0
+        while i < len(calls):
+            j = i
+            while j < len(calls) and calls[j]["name"] in p.parallel_safe:
+                j += 1
+            group = calls[i:j] if j - i > 1 else [calls[i]]
+            out.extend(await asyncio.gather(*(self._run_one(p, c) for c in group)))
+            i += len(group)
+        return out
+
+    async def _run_one(self, p: Prepared, call: dict[str, Any]) -> dict[str, Any]:
+        self.tool_calls += 1
+        name, args = call["name"], call.get("arguments") or {}
+        assert self.tools is not None
+        if name in AGENT_TOOL_NAMES and name in p.tools:
+            content, is_error = await self.tools.call(name, args)
+        else:
+            try:
+                r = await workflow.execute_activity("subagents.call_tool", ToolRun(p, call["id"], name, args),
+                                                    result_type=ToolRunReply, **self.opts("tool"))
+                content, is_error = r.content, r.is_error
+            except ActivityError as e:
+                content, is_error = f"tool {name!r} failed after retries: {e.cause or e}", True
+        block: dict[str, Any] = {"kind": "tool_result", "tool_use_id": call["id"], "content": content}
+        if is_error:
+            block["is_error"] = True
+        return block
+
+    def _result(self, p: Prepared, d: _Final | _Stop, duration_s: float) -> dict[str, Any]:
+        if isinstance(d, _Final):
+            outcome, limit, error, text, truncated = "ok", None, None, d.text, False
+        else:
+            outcome, limit, error, text, truncated = d.outcome, d.limit, d.error, self.last_text, True
+        status = {"ok": "completed", "cancelled": "shutdown"}.get(outcome, "errored")
+        return {"id": p.run_id, "nickname": p.nickname, "agent": p.agent_type, "status": status, "outcome": outcome,
+                "text": text, "truncated": truncated, "limit": limit, "turns": self.turns, "usage": dict(self.usage),
+                "cost_usd": self.cost, "duration_s": duration_s, "error": error, "tool_calls": self.tool_calls,
+                "parent_id": p.parent_id, "depth": p.depth}
