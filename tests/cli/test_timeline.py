@@ -160,6 +160,7 @@ def test_brief_stats_for_runs_tree() -> None:
     assert brief_stats(done, 500.0) == "3.20s · 1.5k tok · $0.0123"
     going = RunRecord("r", "r", "n", "explore", "t", status="running", started_at=100.0)
     assert brief_stats(going, 175.0) == "1m15s so far · 0 tok · $ n/a"
+    assert brief_stats(going, 100.0 + 3 * 86400 + 7200) == "3d02h so far · 0 tok · $ n/a"
     assert brief_stats(RunRecord("r", "r", "n", "explore", "t"), 1.0) == "not started"
 
 

@@ -250,7 +250,10 @@ def _secs(s: float) -> str:
     if s < 60:
         return f"{s:.2f}s" if s < 10 else f"{s:.1f}s"
     m, sec = divmod(round(s), 60)
-    return f"{m}m{sec:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
+    if m < 60:
+        return f"{m}m{sec:02d}s"
+    h = m // 60
+    return f"{h}h{m % 60:02d}m" if h < 48 else f"{h // 24}d{h % 24:02d}h"
 
 
 def _k(n: int) -> str:
