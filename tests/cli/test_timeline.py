@@ -109,6 +109,10 @@ def test_an_unknown_run_and_no_store_are_clear_errors(
     assert main(["runs", "--store", f"sqlite:///{tmp_path / 'none.db'}", "timeline", "x", "--html", str(out)]) == 2
     assert "there is no run store yet" in capsys.readouterr().err
     assert not out.exists()
+    bad = tmp_path / "missing-dir" / "tl.html"
+    assert main(["runs", "--store", f"sqlite:///{db}", "timeline", "general-purpose-ada", "--html", str(bad)]) == 2
+    assert capsys.readouterr().err == (f"error: cannot write the timeline to {bad}: No such file or directory; pass "
+                                       "--html with a file in a directory that exists and that you may write to\n")
 
 
 PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "span", "i", "svg", "defs",

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..exceptions import UserError
 from ..store.base import RunRecord, Store
 from ..store.timeline import Lane, Mark, Timeline, TypeTotals, gather_timeline
 from ._timeline_assets import CSP, OUTCOME_COLOURS, RUNNING_COLOUR, SCRIPT, STYLE
@@ -33,7 +34,11 @@ def write_timeline(store: Store, rec: RunRecord, path: Path, now: float | None =
     """Write the timeline page of ``rec``'s tree (``rec`` and every run under it) to ``path``; return a line
     saying what was written."""
     tl = gather_timeline(store, rec, time.time() if now is None else now)
-    path.write_text(render_html(tl), encoding="utf-8")
+    try:
+        path.write_text(render_html(tl), encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot write the timeline to {path}: {e.strerror or e}; pass --html with a file in a "
+                        "directory that exists and that you may write to") from None
     return (f"Wrote the timeline of {_n(len(tl.lanes), 'agent')} under {rec.nickname} "
             f"({_secs(tl.end - tl.start)}) to {path}")
 
