@@ -1,0 +1,176 @@
+"""``McpTools``: a runtime's MCP servers, and the MCP tools each agent gets.
+
+The runtime holds one ``McpTools`` and, as each agent starts, asks :meth:`McpTools.grant` for that
+agent's registry extended with its MCP tools.  Which servers an agent may use:
+
+- a root agent: every configured server (``[mcp.servers]``, ``.mcp.json``), unless its definition's
+  ``tools:`` lists MCP entries, then only the servers they name (``mcp__github``,
+  ``mcp__github__*`` or ``mcp__github__create_issue``);
+- a sub-agent: the configured servers whose tools its parent has (never wider than the parent), cut
+  the same way by its own ``tools:``;
+- either: the servers its definition names in ``mcp_servers:`` (a configured name, or an inline
+  configuration), as in Claude Code: the definition's own grant.
+
+``disallowed_tools`` removes tools (``mcp__github__delete_repo``, or a whole server ``mcp__github``).
+A server starts when the first agent that may use it starts, is shared by all of them, and stops with
+:meth:`McpTools.aclose`.  A server that cannot start is left out of the agent's tools, with a warning
+logged (``subagents.mcp``) that says why.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import ConfigError
+from ..sandbox.policy import SandboxPolicy
+from ..sandbox.workspace import Workspace
+from ..tools.base import Tool, ToolRegistry
+from ..tools.schema import check_schema
+from .client import McpConnection, McpStartError
+from .config import McpServerConfig, definition_servers, project_servers
+from .launch import Launcher
+from .tools import McpTool
+
+__all__ = ["McpTools"]
+
+log = logging.getLogger("subagents.mcp")
+
+
+def _patterns(entries: Iterable[str]) -> list[str]:
+    """MCP entries of a tools list as globs: ``mcp__x`` -> ``mcp__x__*``."""
+    out = []
+    for e in entries:
+        if e.startswith("mcp__"):
+            out.append(e if "__" in e[5:] else f"{e}__*")
+    return out
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+class McpTools:
+    """The MCP servers of one runtime (see the module docstring)."""
+
+    def __init__(self, servers: Mapping[str, McpServerConfig], *, workspace: Workspace,
+                 policy: SandboxPolicy | None = None) -> None:
+        self.servers = dict(servers)
+        self.launcher = Launcher(workspace, policy or workspace.policy)
+        self._connections: dict[str, McpConnection] = {}
+        self._tools: dict[str, list[Tool]] = {}
+
+    @classmethod
+    def for_project(cls, workdir: Path, workspace: Workspace, policy: SandboxPolicy | None = None, *,
+                    config_files: Sequence[Path] = (),
+                    settings_servers: Mapping[str, McpServerConfig] | None = None) -> McpTools:
+        """The servers of ``.mcp.json`` and of ``[mcp.servers]`` (``settings_servers``, else read from
+        ``config_files``); :class:`~subagents.exceptions.ConfigError` names the file and server at fault."""
+        return cls(project_servers(workdir, config_files, settings_servers=settings_servers),
+                   workspace=workspace, policy=policy)
+
+    @property
+    def active(self) -> bool:
+        """Whether any server is configured (else :meth:`grant` costs nothing)."""
+        return bool(self.servers)
+
+    def connection(self, cfg: McpServerConfig) -> McpConnection:
+        """The shared connection to ``cfg`` (made, not started, on first request)."""
+        conn = self._connections.get(cfg.name)
+        if conn is not None:
+            if conn.cfg != cfg:
+                raise ConfigError(f"two different MCP servers are named {cfg.name!r} ({conn.cfg.source} and "
+                                  f"{cfg.source}); rename one of them")
+            return conn
+        stdio = None if cfg.url is not None else (lambda: self.launcher.parameters(cfg))
+        conn = self._connections[cfg.name] = McpConnection(cfg, stdio)
+        return conn
+
+    async def tools_of(self, cfg: McpServerConfig) -> list[Tool]:
+        """The tools of a server, starting it if needed; :class:`McpStartError` when it cannot start."""
+        conn = self.connection(cfg)
+        cached = self._tools.get(cfg.name)
+        if cached is None:  # listed once; a server that died later keeps its tools (their calls say why)
+            listed = await conn.start()
+            cached = []
+            for spec in listed:
+                t = McpTool(conn, spec)
+                try:
+                    check_schema(t.parameters, tool=t.name)
+                except (ConfigError, ValueError) as e:
+                    log.warning("MCP tool %s left out: its input schema is invalid (%s)", t.name, e)
+                    continue
+                cached.append(t)
+            self._tools[cfg.name] = cached
+        return cached
+
+    def _wanted(self, tools: Sequence[str] | None, parent: ToolRegistry | None,
+                own: list[McpServerConfig]) -> list[McpServerConfig]:
+        listed = _patterns(tools or ())
+        out = [cfg for cfg in own]
+        for name, cfg in self.servers.items():
+            prefix = f"mcp__{name}__"
+            if any(c.name == name for c in out):
+                continue
+            if parent is not None and not any(n.startswith(prefix) for n in parent.grantable):
+                continue
+            if tools is not None and not any(p.startswith(prefix) or fnmatch.fnmatchcase(prefix + "x", p)
+                                             for p in listed):
+                continue
+            out.append(cfg)
+        return out
+
+    def _own_servers(self, extra: Mapping[str, Any], source: str) -> list[McpServerConfig]:
+        out: list[McpServerConfig] = []
+        for item in definition_servers(extra, source=source):
+            if isinstance(item, McpServerConfig):
+                out.append(item)
+            elif item in self.servers:
+                out.append(self.servers[item])
+            else:
+                known = ", ".join(sorted(self.servers)) or "none"
+                raise ConfigError(f"{source}: mcp_servers names the MCP server {item!r}, which is not configured "
+                                  f"(configured: {known}); add it to .mcp.json or [mcp.servers.{item}]")
+        return out
+
+    async def grant(self, registry: ToolRegistry, *, tools: Sequence[str] | None = None,
+                    disallowed: Sequence[str] = (), extra: Mapping[str, Any] | None = None,
+                    source: str = "", parent: ToolRegistry | None = None) -> ToolRegistry:
+        """``registry`` extended with the MCP tools of a starting agent (see the module docstring).
+
+        ``tools`` / ``disallowed`` / ``extra``: its definition's ``tools``, ``disallowed_tools`` and unknown
+        front-matter keys (``mcp_servers``); ``parent``: its parent's registry (``None`` for a root).
+        """
+        own = self._own_servers(extra or {}, source or "agent definition")
+        if not own and not self.servers:
+            return registry
+        listed, deny = _patterns(tools or ()), [*_patterns(disallowed), *disallowed]
+        picked: list[Tool] = []
+        for cfg in self._wanted(tools, parent, own):
+            try:
+                offered = await self.tools_of(cfg)
+            except McpStartError as e:
+                log.warning("%s; its tools are left out of agent type %r", e, registry.agent_type)
+                continue
+            mine = any(c is cfg for c in own)
+            cut = tools is not None and any(p.startswith(f"mcp__{cfg.name}__") for p in listed)
+            for t in offered:
+                if cut and not _matches(t.name, listed):
+                    continue
+                if not mine and parent is not None and t.name not in parent.grantable:
+                    continue
+                if _matches(t.name, deny):
+                    continue
+                picked.append(t)
+        return registry.extended(picked) if picked else registry
+
+    async def aclose(self) -> None:
+        """Stop every server that was started (idempotent; a later :meth:`grant` starts them again)."""
+        for conn in list(self._connections.values()):
+            await conn.aclose()
+        self._connections.clear()
+        self._tools.clear()
+        self.launcher.cleanup()
