@@ -3,7 +3,8 @@
 ``mark(tag)`` appends ``tag`` to the file named by ``$SUBAGENTS_TEST_MARKS``: one line per executed tool
 activity, so a test counts side effects.  The model (``model``):
 
-- a root whose prompt is ``fanout N [delay]`` spawns N background children in one turn, then naps
+- a root whose prompt is ``fanout N [delay]`` spawns N background children in one turn (child ``i`` waits
+  ``delay * (i + 1)`` seconds: they end one after the other), then naps
   (a read-only tool) until N announcements reached it, then answers ``got N notifications``;
 - any other root calls ``mark(root)``, spawns one foreground child, then answers with its result;
 - a child waits ``delay`` seconds (its prompt's last word, default 0), calls ``mark(<its prompt's first
@@ -59,7 +60,7 @@ def _script(req: ModelRequest) -> ModelResponse:
         n, delay = int(parts[1]), parts[2] if len(parts) > 2 else "0"
         if turns == 0:
             return ModelResponse(tool_calls=[
-                ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": f"c{i} {delay}",
+                ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": f"c{i} {float(delay) * (i + 1)}",
                                          "description": f"child {i}", "background": True}) for i in range(n)])
         seen = sum(b.text.count(NOTE) for m in req.messages if m.role == "user" for b in m.content
                    if isinstance(b, TextBlock))
