@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from ._timeline_assets import CSP, OUTCOME_COLOURS, RUNNING_COLOUR, SCRIPT, STYL
 
 __all__ = ["brief_stats", "render_html", "write_timeline"]
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 LABEL_W, CHART_W, ROW_H, AXIS_H, INDENT = 290, 940, 30, 26, 14
 BAR_H = 16
 
@@ -244,7 +246,7 @@ def _e(text: str) -> str:
 
 def _printable(text: str) -> str:
     """Drop the control characters HTML does not allow (a NUL, a form feed...), keep newlines and tabs."""
-    return "".join(c for c in text if c in "\n\t" or not (ord(c) < 32 or 127 <= ord(c) < 160))
+    return _CONTROL.sub("", text)
 
 
 def _clip(text: str, n: int) -> str:

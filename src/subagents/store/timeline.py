@@ -136,14 +136,17 @@ def gather_timeline(store: Store, root: RunRecord, now: float) -> Timeline:
         recs.append(root)
     order = tree_order(recs, root)
     by_id = {r.run_id: r for r, _ in order}
+    kids: dict[str, list[RunRecord]] = {}
+    for r, _ in order[1:]:
+        kids.setdefault(r.parent_id or "", []).append(r)
     lanes: list[Lane] = []
     for r, depth in order:
         start = r.created_at or r.started_at or now
         began = max(r.started_at or start, start)
         end = max(r.ended_at if r.ended_at is not None else now, began)
         lane = Lane(r, depth, start, began, end, running=not r.is_final)
-        children = [by_id[c] for c in store.child_ids(r.run_id) if c in by_id]
-        lane.marks = place(r, store.transcript(r.run_id), children, store.audit_of(r.run_id), began, end)
+        lane.marks = place(r, store.transcript(r.run_id), kids.get(r.run_id, []), store.audit_of(r.run_id),
+                           began, end)
         lane.marks += [Mark("announce", a.delivered_at, True, "announcement received",
                             _clip(f"from {_nick(by_id, a.child_id)}: {a.text}"))
                        for a in store.announcements_of(parent_id=r.run_id) if a.delivered_at is not None]
