@@ -71,13 +71,14 @@ def _ns(ts: float) -> int:
 class _Agent:
     """What the tracer knows of one agent while it runs."""
 
-    __slots__ = ("agent_type", "background", "chat", "model", "parent_ctx", "prompt", "span", "spawned_at",
+    __slots__ = ("agent_type", "background", "chat", "ctx", "model", "parent_ctx", "prompt", "span", "spawned_at",
                  "spawns", "text", "tools")
 
     def __init__(self, agent_type: str, model: str, background: bool, spawned_at: float) -> None:
         self.agent_type, self.model, self.background, self.spawned_at = agent_type, model, background, spawned_at
         self.parent_ctx: otel_context.Context | None = None
         self.span: Span | None = None
+        self.ctx: otel_context.Context | None = None  # the context of ``span`` (its children's parent)
         self.chat: Span | None = None
         self.tools: dict[str, Span] = {}
         self.spawns: dict[str, str] = {}  # open spawn_agent calls without a child yet: call id -> agent_type
@@ -130,9 +131,9 @@ class Tracing:
         if not isinstance(call, str) or call not in parent.tools:
             call = next((c for c, t in parent.spawns.items() if t == a.agent_type), None)
         parent.spawns.pop(call or "", None)
-        holder = parent.tools.get(call or "") or parent.span
-        if holder is not None:
-            a.parent_ctx = trace.set_span_in_context(holder)
+        tool = parent.tools.get(call or "")
+        a.parent_ctx = trace.set_span_in_context(tool) if tool is not None else parent.ctx
+        if a.parent_ctx is not None:
             self._save(ev.agent_id, a.parent_ctx)
 
     def _status(self, ev: EventLike) -> None:
@@ -149,9 +150,9 @@ class Tracing:
             attrs["subagents.parent_id"] = ev.parent_id
         span = self.tracer.start_span(f"invoke_agent {a.agent_type}", context=a.parent_ctx or otel_context.Context(),
                                       kind=SpanKind.INTERNAL, attributes=attrs, start_time=_ns(at))
-        a.span = span
+        a.span, a.ctx = span, trace.set_span_in_context(span)
         if a.parent_ctx is None:  # a root's first run: its later runs (resume) hang under this span
-            a.parent_ctx = trace.set_span_in_context(span)
+            a.parent_ctx = a.ctx
             self._save(ev.agent_id, a.parent_ctx)
         return span
 
@@ -162,8 +163,8 @@ class Tracing:
         a.parent_ctx = self._load(ev.agent_id, rec)
         if a.parent_ctx is None and ev.parent_id is not None:
             parent = self.agents.get(ev.parent_id)
-            if parent is not None and parent.span is not None:
-                a.parent_ctx = trace.set_span_in_context(parent.span)
+            if parent is not None:
+                a.parent_ctx = parent.ctx
         self.agents[ev.agent_id] = a
         return a
 
@@ -211,7 +212,7 @@ class Tracing:
         attrs: dict[str, Any] = {A.OPERATION: "chat", **A.model_attributes(a.model),
                                  "subagents.turn": int(ev.data.get("turn") or 0)}
         a.chat = self.tracer.start_span(f"chat {attrs.get(A.REQUEST_MODEL, 'model')}",
-                                        context=trace.set_span_in_context(a.span), kind=SpanKind.CLIENT,
+                                        context=a.ctx, kind=SpanKind.CLIENT,
                                         attributes=attrs, start_time=_ns(ev.ts))
         a.text = ""
 
@@ -258,7 +259,7 @@ class Tracing:
         args = d.get("arguments")
         if self.capture_content and args is not None:
             attrs[A.TOOL_ARGUMENTS] = json.dumps(args, ensure_ascii=False, default=str)
-        a.tools[call] = self.tracer.start_span(f"execute_tool {name}", context=trace.set_span_in_context(a.span),
+        a.tools[call] = self.tracer.start_span(f"execute_tool {name}", context=a.ctx,
                                                kind=SpanKind.INTERNAL, attributes=attrs, start_time=_ns(ev.ts))
         if name == "spawn_agent" and isinstance(args, dict):
             a.spawns[call] = str(args.get("agent_type", ""))
