@@ -6,6 +6,8 @@ activity, so a test counts side effects.  The model (``model``):
 - a root whose prompt is ``fanout N [delay]`` spawns N background children in one turn (child ``i`` waits
   ``delay * (i + 1)`` seconds: they end one after the other), then naps
   (a read-only tool) until N announcements reached it, then answers ``got N notifications``;
+- a root whose prompt is ``listen`` naps until a message reaches it (``send_input``), then answers
+  ``heard <message>`` (it naps forever when none comes: for ``close``);
 - any other root calls ``mark(root)``, spawns one foreground child, then answers with its result;
 - a child waits ``delay`` seconds (its prompt's last word, default 0), calls ``mark(<its prompt's first
   word>)`` and answers ``done <that word>``.
@@ -67,6 +69,10 @@ def _script(req: ModelRequest) -> ModelResponse:
         if seen < n:
             return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": 0.2})])
         return ModelResponse(text=f"got {seen} notifications")
+    if task == "listen":  # naps until a message from outside arrives, then repeats it
+        heard = [b.text for m in req.messages[1:] if m.role == "user" for b in m.content if isinstance(b, TextBlock)]
+        return ModelResponse(text="heard " + heard[0]) if heard else ModelResponse(
+            tool_calls=[ToolCall("nap", {"seconds": 0.05})])
     if turns == 0:
         return ModelResponse(tool_calls=[ToolCall("mark", {"tag": "root"})])
     if turns == 1:

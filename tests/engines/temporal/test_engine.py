@@ -91,6 +91,28 @@ async def test_background_children_are_announced_once(setup: Setup) -> None:
         store.close()
 
 
+async def test_send_input_reaches_the_agent_at_its_next_tool_boundary(setup: Setup) -> None:
+    run_id = await setup.engine.start("listen", limits=Limits(max_turns=1000))
+    await setup.engine.send_input(run_id, "the password is swordfish")
+    result = await setup.engine.result(run_id)
+    assert (result.status, result.text) == ("completed", "heard the password is swordfish")
+
+
+async def test_close_cancels_a_run_and_records_it_as_shutdown(setup: Setup) -> None:
+    run_id = await setup.engine.start("listen", limits=Limits(max_turns=1000))
+    assert await setup.engine.status(run_id) == "running"
+    result = await setup.engine.close(run_id)
+    assert (result.status, result.outcome, result.error) == ("shutdown", "cancelled", "closed before it finished")
+    assert await setup.engine.status(run_id) == "shutdown"
+    store = open_store(setup.store_url, Path("."))
+    try:
+        rec = store.get_run(run_id)
+        assert rec is not None
+        assert (rec.status, rec.outcome) == ("shutdown", "cancelled")
+    finally:
+        store.close()
+
+
 async def test_a_limit_stops_the_run_with_partial_work(setup: Setup) -> None:
     result = await setup.engine.run("do it", limits=Limits(max_turns=1))
     assert (result.status, result.outcome, result.limit) == ("errored", "limit", "max_turns")

@@ -138,14 +138,16 @@ class AgentWorkflow:
     # -- the run --------------------------------------------------------------------------------------
     @workflow.run
     async def run(self, job: AgentJob) -> AgentOutcome:
+        closed = _Stop("cancelled", None, "closed before it finished")
+        cancelled = False
         if job.prepared is not None:
             p = job.prepared
         elif job.start is not None:
-            o = job.start.options
-            p = await workflow.execute_activity(
-                "subagents.prepare", job.start, result_type=Prepared,
-                start_to_close_timeout=timedelta(seconds=o.store_timeout_s),
-                retry_policy=RetryPolicy(maximum_attempts=o.max_attempts, non_retryable_error_types=["SpawnError"]))
+            try:
+                p = await self._prepare(job)
+            except asyncio.CancelledError:  # closed at once: still recorded (and ended) in the store
+                cancelled = True
+                p = await self._prepare(job)
         else:
             raise ApplicationError("an agent workflow needs a start or a prepared run", non_retryable=True)
         self.run_info = p
@@ -153,11 +155,13 @@ class AgentWorkflow:
         self.status = "running"
         self.messages.append({"role": "user", "content": [_text(p.prompt)]})
         started = workflow.now()
-        try:
-            decision = await self._with_deadline(p)
-        except asyncio.CancelledError:
-            decision = _Stop("cancelled", None, "closed before it finished")
-            await self.tools.cancel_children()
+        decision: _Final | _Stop = closed
+        if not cancelled:
+            try:
+                decision = await self._with_deadline(p)
+            except asyncio.CancelledError:
+                decision = closed
+                await self.tools.cancel_children()
         result = self._result(p, decision, (workflow.now() - started).total_seconds())
         fin = WorkflowFinish(p, result, self.messages[self.recorded:], self.recorded, self.acks)
         out: AgentOutcome = await workflow.execute_activity("subagents.finish", fin, result_type=AgentOutcome,
@@ -169,6 +173,15 @@ class AgentWorkflow:
             except ApplicationError:
                 workflow.logger.info("parent %s has ended: the announcement stays queued in the store", p.parent_id)
         return out
+
+    async def _prepare(self, job: AgentJob) -> Prepared:
+        assert job.start is not None
+        o = job.start.options
+        p: Prepared = await workflow.execute_activity(
+            "subagents.prepare", job.start, result_type=Prepared,
+            start_to_close_timeout=timedelta(seconds=o.store_timeout_s),
+            retry_policy=RetryPolicy(maximum_attempts=o.max_attempts, non_retryable_error_types=["SpawnError"]))
+        return p
 
     async def _with_deadline(self, p: Prepared) -> _Final | _Stop:
         timeout = p.limits.get("timeout_s")
