@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from mcp.client import Client
-from mcp.types import CallToolResult
 
 from subagents import Runtime
 from subagents.serve import TOOL_NAMES, build_server
 
+from .mcp_calls import call, error
 from .serve_scripts import model
 
 
@@ -22,23 +21,6 @@ async def served(workdir: Path) -> AsyncIterator[tuple[Client, Runtime]]:
     entered and left by one task)."""
     async with Runtime(model, workdir=workdir, store="memory://") as rt, Client(build_server(rt)) as c:
         yield c, rt
-
-
-def text(r: CallToolResult) -> str:
-    return "\n".join(getattr(b, "text", "") for b in r.content)
-
-
-async def call(c: Client, name: str, **args: Any) -> tuple[str, dict[str, Any]]:
-    r = await c.call_tool(name, args)
-    assert not r.is_error, text(r)
-    assert r.structured_content is not None
-    return text(r), r.structured_content
-
-
-async def error(c: Client, name: str, **args: Any) -> str:
-    r = await c.call_tool(name, args)
-    assert r.is_error, text(r)
-    return text(r)
 
 
 async def test_the_tools_and_their_schemas(workdir: Path) -> None:
