@@ -17,6 +17,7 @@ from subagents.engines.temporal.shapes import ActivityOptions
 from subagents.engines.temporal.worker import build_worker
 from subagents.exceptions import SpawnError
 from subagents.limits import Limits
+from subagents.messages import TextBlock
 from subagents.runtime.runtime import Runtime
 from subagents.store import open_store
 
@@ -84,9 +85,43 @@ async def test_background_children_are_announced_once(setup: Setup) -> None:
         assert len(anns) == 3
         assert all(a.delivered_at is not None for a in anns)
         texts = [b.text for m in store.transcript(result.id) if m.role == "user" for b in m.content
-                 if hasattr(b, "text")]
+                 if isinstance(b, TextBlock)]
         assert sum(t.count(NOTE) for t in texts) == 3
         assert {r.status for r in store.list_runs(root_id=result.id)} == {"completed"}
+    finally:
+        store.close()
+
+
+def _notes(store_url: str, run_id: str) -> tuple[int, list[bool]]:
+    """How many announcements the run's transcript holds, and whether each one to it is marked delivered."""
+    store = open_store(store_url, Path("."))
+    try:
+        texts = [b.text for m in store.transcript(run_id) if m.role == "user" for b in m.content
+                 if isinstance(b, TextBlock)]
+        return sum(t.count(NOTE) for t in texts), [a.delivered_at is not None
+                                                    for a in store.announcements_of(parent_id=run_id)]
+    finally:
+        store.close()
+
+
+async def test_wait_hands_over_background_results_instead_of_their_announcements(setup: Setup) -> None:
+    result = await setup.engine.run("waiter", limits=Limits(max_turns=20))
+    assert result.text.startswith("[wait: 2 finished, 0 still running; timed_out=false]")
+    assert result.text.count("done w") == 2
+    assert _notes(setup.store_url, result.id) == (0, [True, True])
+
+
+async def test_close_agent_closes_a_background_child(setup: Setup) -> None:
+    result = await setup.engine.run("closer", limits=Limits(max_turns=20))
+    closed, waited = result.text.split("\n---\n")
+    assert "closed (with its descendants)." in closed
+    assert "status shutdown · outcome cancelled" in closed
+    assert waited.startswith("[wait: 2 finished, 0 still running; timed_out=false]")
+    assert _notes(setup.store_url, result.id) == (0, [True, True])
+    store = open_store(setup.store_url, Path("."))
+    try:
+        assert sorted((r.status, r.outcome) for r in store.list_runs(root_id=result.id) if r.parent_id) == [
+            ("completed", "ok"), ("shutdown", "cancelled")]
     finally:
         store.close()
 
