@@ -5,16 +5,26 @@ from pathlib import Path
 
 import pytest
 
+from pg import pg_server, pg_url
 from subagents.teams.memory import MemoryTeamStore
 from subagents.teams.model import MemberRecord
+from subagents.teams.postgres import PostgresTeamStore
 from subagents.teams.sqlite import SQLiteTeamStore
 from subagents.teams.store import TeamStore
 
+__all__ = ["pg_server", "pg_url"]  # fixtures (tests/pg.py): a throwaway PostgreSQL server, a database per test
 
-@pytest.fixture(params=["memory", "sqlite"])
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def ts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TeamStore]:
-    """Each contract test runs against both team stores."""
-    s: TeamStore = MemoryTeamStore() if request.param == "memory" else SQLiteTeamStore(tmp_path / "state.db")
+    """Each contract test runs against every team store (PostgreSQL: a fresh database per test)."""
+    s: TeamStore
+    if request.param == "memory":
+        s = MemoryTeamStore()
+    elif request.param == "sqlite":
+        s = SQLiteTeamStore(tmp_path / "state.db")
+    else:
+        s = PostgresTeamStore(request.getfixturevalue("pg_url"))
     try:
         yield s
     finally:

@@ -1,0 +1,87 @@
+"""Helpers of the PostgreSQL store: connecting, the wording of its errors, its writer thread.
+
+The writer is the SQLite store's (:class:`~subagents.store._writer.Writer`: group commit, the backlog
+bound, ``on_commit`` callbacks, lease renewal from the writer thread) with a PostgreSQL transaction in
+place of SQLite's: a batch's statements go out in one pipeline (one round trip for the whole batch in
+the common case) inside ``BEGIN ... COMMIT``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ..exceptions import StoreError
+from ._writer import Call, Writer
+
+__all__ = ["RENEW_SQL", "PgWriter", "connect", "describe", "pg_error"]
+
+#: Write (or renew) an owner lease: ``(owner, heartbeat, expires, process)``.
+RENEW_SQL = ("INSERT INTO owners (owner, heartbeat, expires, process) VALUES (%s, %s, %s, %s) ON CONFLICT (owner) "
+             "DO UPDATE SET heartbeat = excluded.heartbeat, expires = excluded.expires, process = excluded.process")
+
+
+def describe(url: str) -> str:
+    """``url`` as messages show it: ``postgresql://user@host:port/db``, never the password."""
+    try:
+        d = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "postgresql://(an invalid URL)"
+    host, port = d.get("host") or "localhost", d.get("port")
+    user = f"{d['user']}@" if d.get("user") else ""
+    return f"postgresql://{user}{host}{f':{port}' if port else ''}/{d.get('dbname') or ''}"
+
+
+def pg_error(url: str, e: BaseException, doing: str) -> StoreError:
+    """A :class:`StoreError` naming the database, what went wrong and what to do."""
+    where = describe(url)
+    msg = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, psycopg.OperationalError) and not isinstance(e, psycopg.errors.QueryCanceled):
+        return StoreError(f"cannot reach the PostgreSQL run store {where} ({msg}) while {doing}; check that the "
+                          "server runs and that the URL's host, port, user, password and database are right, "
+                          "or point [store] url at another store")
+    if isinstance(e, psycopg.errors.InsufficientPrivilege):
+        return StoreError(f"the PostgreSQL run store {where} refused access ({msg}) while {doing}; grant the user "
+                          "CREATE and read/write rights on the database's public schema, or use another user")
+    return StoreError(f"the PostgreSQL run store {where} failed while {doing} ({msg}); run 'subagents runs list "
+                      "--store URL' to check it, or point [store] url at another store")
+
+
+def connect(url: str, timeout: float, doing: str) -> psycopg.Connection[Any]:
+    """A new autocommit connection to ``url`` (StoreError saying what to do when it cannot be made)."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)),
+                               application_name="subagents")
+    except psycopg.Error as e:
+        raise pg_error(url, e, doing) from None
+
+
+class PgWriter(Writer):
+    """The store's writer thread on the PostgreSQL connection ``conn`` (the thread's own: nobody else uses it)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+        self.pg = conn
+        self.url = url
+        # Writer's own connection slot is for SQLite (its checkpoints); this writer has no checkpointer
+        super().__init__(cast(Any, conn), Path(describe(url).rpartition("/")[2] or "postgres"))
+
+    def _renewal(self) -> Call | None:
+        call = super()._renewal()
+        return None if call is None else (RENEW_SQL, call[1], False)
+
+    def _commit(self, calls: list[Call]) -> None:
+        if not calls:
+            return
+        c = self.pg
+        try:
+            with c.pipeline(), c.transaction(), c.cursor() as cur:
+                for sql, params, many in calls:
+                    if many:
+                        cur.executemany(sql, params)
+                    else:
+                        cur.execute(sql, params)
+        except (psycopg.Error, ValueError, TypeError, OverflowError) as e:
+            self.error = pg_error(self.url, e, "writing to it")
