@@ -1,4 +1,5 @@
-"""How ``subagents runs`` shows things: ages, audit entries, transcript messages; and a run's subtree."""
+"""How ``subagents runs`` shows things: ages, audit entries, transcript messages; a run's subtree, and the tree
+with each agent's duration, turns, tokens and cost (``runs tree``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import Any
 
 import click
 
+from ..ids import short_id
 from ..store.base import AuditRecord, RunRecord, Store
 
-__all__ = ["age", "audit_line", "descendants", "echo_message"]
+__all__ = ["age", "audit_line", "descendants", "echo_message", "tree_lines"]
 
 
 def age(t: float | None, now: float) -> str:
@@ -52,7 +54,6 @@ def echo_message(m: Any) -> None:
             click.echo(f"{m.role}: <- {'error: ' if b.is_error else ''}{b.content[:300]}")
 
 
-
 def descendants(store: Store, rec: RunRecord) -> list[RunRecord]:
     """Every run under ``rec`` (children, their children, ...)."""
     recs = store.list_runs(include_archived=True, root_id=rec.root_id or rec.run_id)
@@ -66,3 +67,59 @@ def descendants(store: Store, rec: RunRecord) -> list[RunRecord]:
         out.append(r)
         todo += kids.get(r.run_id, [])
     return out
+
+
+def tree_lines(root: RunRecord, recs: list[RunRecord], now: float) -> list[str]:
+    """A header, then ``root`` and its descendants among ``recs``, one line each, indented under their parent, with
+    columns for duration (``+``: still running, so far), turns, tokens (in/out) and estimated cost; then the total."""
+    kids: dict[str | None, list[RunRecord]] = {}
+    for r in recs:
+        kids.setdefault(r.parent_id, []).append(r)
+    order: list[tuple[int, RunRecord]] = []
+    todo = [(0, root)]
+    while todo:
+        depth, r = todo.pop()
+        order.append((depth, r))
+        todo += [(depth + 1, c) for c in reversed(kids.get(r.run_id, []))]
+    heads = ["AGENT", *(f"{'  ' * d}{r.nickname} [{r.agent_type}] {r.status}{'/' + r.outcome if r.outcome else ''}"
+                        for d, r in order)]
+    cols = [("ID", "TIME", "TURNS", "TOKENS", "COST", "LABEL"),
+            *((short_id(r.run_id), _duration(r, now), str(r.turns), _tokens(r.usage), _cost(r.cost_usd), r.label[:50])
+              for _, r in order)]
+    hw = max(len(h) for h in heads)
+    w = [max(len(c[i]) for c in cols) for i in range(5)]
+    lines = [f"{h:<{hw}}  {c[0]:<{w[0]}}  {c[1]:>{w[1]}}  {c[2]:>{w[2]}}  {c[3]:>{w[3]}}  {c[4]:>{w[4]}}  "
+             f"{c[5]}".rstrip() for h, c in zip(heads, cols, strict=True)]
+    every = [r for _, r in order]
+    usage = {k: sum(r.usage.get(k, 0) for r in every) for k in ("input_tokens", "output_tokens")}
+    costs = [r.cost_usd for r in every]
+    total = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    turns = sum(r.turns for r in every)
+    lines.append(f"total: {_n(len(every), 'agent')} · {_duration(root, now)} wall · {_n(turns, 'turn')} · "
+                 f"tokens {_tokens(usage)} (in/out) · {_cost(total)}")
+    return lines
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _duration(r: RunRecord, now: float) -> str:
+    if r.started_at is None:
+        return "-"
+    end = r.ended_at if r.ended_at is not None else now
+    s = max(end - r.started_at, 0.0)
+    text = f"{s:.1f}s" if s < 60 else f"{int(s) // 60}m{int(s) % 60:02d}s"
+    return text if r.ended_at is not None else text + "+"
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _tokens(usage: dict[str, int]) -> str:
+    return f"{_k(usage.get('input_tokens', 0))}/{_k(usage.get('output_tokens', 0))}"
+
+
+def _cost(cost: float | None) -> str:
+    return "est n/a" if cost is None else f"${cost:.4f}"
