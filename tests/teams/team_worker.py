@@ -1,6 +1,6 @@
 """The race and the crash scenarios of the team store, shared by the tests and their worker processes.
 
-``python team_worker.py claim DB TEAM FIRST COUNT OUT READY_DIR PROCS`` runs claimants ``c<FIRST>`` ..
+``python team_worker.py claim DB TEAM FIRST COUNT OUT READY_DIR PROCS`` (``DB``: a SQLite file or a store URL) runs claimants ``c<FIRST>`` ..
 ``c<FIRST+COUNT-1>`` (one thread each) on the board of ``DB`` until every task is completed, after every
 worker process has said it is ready (a file in ``READY_DIR``), and writes its log to ``OUT`` (JSON).
 
@@ -109,10 +109,10 @@ def violations(deps: dict[int, tuple[int, ...]], log: list[tuple[Any, ...]], ts:
 
 
 def _claim_main(db: str, team: str, first: int, count: int, out: str, ready_dir: str, procs: int) -> None:
-    from subagents.store.sqlite import SQLiteStore
+    from subagents.store import open_store
     from subagents.teams import open_team_store
 
-    store = SQLiteStore(db)
+    store = open_store(db if "://" in db else f"sqlite:///{Path(db).resolve()}", Path.cwd())  # a file or a URL
     try:
         ts = open_team_store(store)
         n = len(ts.tasks(team))

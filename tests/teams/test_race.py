@@ -1,5 +1,6 @@
 """The atomic claim under a race: 50 claimants, 200 tasks on a random dependency DAG — in one process
-(both stores), in two OS processes on one SQLite file, and on two connections of one process."""
+(every store), in two OS processes on one SQLite file or PostgreSQL database, and on two connections of one
+process."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from subagents.teams.model import ClaimRefused, MemberRecord, TaskStatus
+from subagents.teams.postgres import PostgresTeamStore
 from subagents.teams.sqlite import SQLiteTeamStore
 from subagents.teams.store import TeamStore
 
@@ -34,9 +36,21 @@ def test_fifty_claimants_take_every_task_once_and_never_before_its_blockers(ts: 
     assert len({e[2] for e in log if e[0] == "claim"}) > 10  # many claimants got work
 
 
-def test_two_processes_on_one_file_take_every_task_once(tmp_path: Path) -> None:
-    db = tmp_path / "state.db"
-    ts = SQLiteTeamStore(db)
+def _team_store(kind: str, where: str) -> TeamStore:
+    return SQLiteTeamStore(where) if kind == "sqlite" else PostgresTeamStore(where)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """(kind, where): a SQLite file or a PostgreSQL database that several store objects or processes share."""
+    if request.param == "sqlite":
+        return "sqlite", str(tmp_path / "state.db")
+    return "postgres", request.getfixturevalue("pg_url")
+
+
+def test_two_processes_on_one_store_take_every_task_once(tmp_path: Path, shared: tuple[str, str]) -> None:
+    kind, db = shared
+    ts = _team_store(kind, db)
     try:
         deps = team_worker.make_board(ts, "race", 50, seed=3)
     finally:
@@ -53,18 +67,18 @@ def test_two_processes_on_one_file_take_every_task_once(tmp_path: Path) -> None:
         assert p.returncode == 0, err
     logs = [json.loads((tmp_path / f"log{first}.json").read_text()) for first in (0, 25)]
     assert all(any(e[0] == "claim" for e in log) for log in logs)  # both processes claimed tasks
-    ts = SQLiteTeamStore(db)
+    ts = _team_store(kind, db)
     try:
         assert team_worker.violations(deps, [tuple(e) for log in logs for e in log], ts, "race") == []
     finally:
         ts.close()
 
 
-def test_the_claim_is_atomic_across_two_connections(tmp_path: Path) -> None:
-    """Two store objects (two connections) on one file; 20 threads each claim every task by id, in random
-    orders: each task has exactly one winner, every other claimant is told who owns it."""
-    db = tmp_path / "state.db"
-    one, two = SQLiteTeamStore(db), SQLiteTeamStore(db)
+def test_the_claim_is_atomic_across_two_connections(shared: tuple[str, str]) -> None:
+    """Two store objects (two connections, or pools) on one store; 20 threads each claim every task by id, in
+    random orders: each task has exactly one winner, every other claimant is told who owns it."""
+    kind, db = shared
+    one, two = _team_store(kind, db), _team_store(kind, db)
     try:
         one.create_team("t", "", 0.0)
         for i in range(40):
@@ -74,7 +88,7 @@ def test_the_claim_is_atomic_across_two_connections(tmp_path: Path) -> None:
         refused: list[tuple[int, str, str | None]] = []
         start = threading.Barrier(40)
 
-        def racer(store: SQLiteTeamStore, me: str, seed: int) -> None:
+        def racer(store: TeamStore, me: str, seed: int) -> None:
             order = ids[:]
             random.Random(seed).shuffle(order)
             start.wait()
