@@ -1,8 +1,9 @@
 """The race and the crash scenarios of the team store, shared by the tests and their worker processes.
 
-``python team_worker.py claim DB TEAM FIRST COUNT OUT READY_DIR PROCS`` (``DB``: a SQLite file or a store URL) runs claimants ``c<FIRST>`` ..
+``python team_worker.py claim DB TEAM FIRST COUNT OUT READY_DIR PROCS`` runs claimants ``c<FIRST>`` ..
 ``c<FIRST+COUNT-1>`` (one thread each) on the board of ``DB`` until every task is completed, after every
 worker process has said it is ready (a file in ``READY_DIR``), and writes its log to ``OUT`` (JSON).
+``DB``: a SQLite file, or a store URL (``postgresql://...``).
 
 ``python team_worker.py mail DB TEAM`` sends mail and claims and completes tasks, printing ``SENT <seq>``,
 ``CLAIMED <id>``, ``DONE <id>`` once each has been committed, until it is killed.
