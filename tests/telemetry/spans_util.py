@@ -10,24 +10,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from subagents import Runtime
-from subagents.telemetry import TelemetryConfig, Tracing, start_tracing
-
 
 def memory_provider() -> tuple[TracerProvider, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider, exporter
-
-
-def trace_runtime(rt: Runtime, provider: TracerProvider, *, capture_content: bool = False) -> Tracing:
-    """Trace ``rt`` into ``provider`` (what ``Runtime(telemetry=TelemetryConfig(tracer_provider=...))`` does)."""
-    tracing: Tracing | None = getattr(rt, "tracing", None)
-    if tracing is not None:  # the runtime traces already (wired through its telemetry argument)
-        return tracing
-    return start_tracing(TelemetryConfig(tracer_provider=provider, capture_content=capture_content),
-                         rt.bus.on, rt.store)
 
 
 @dataclass

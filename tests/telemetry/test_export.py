@@ -17,7 +17,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from subagents import Runtime
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
-from subagents.telemetry import resolve, start_tracing
 
 
 class _Collector(BaseHTTPRequestHandler):
@@ -64,13 +63,12 @@ def _fn(req: ModelRequest) -> ModelResponse:
 async def test_a_run_exports_one_connected_trace_over_otlp_http(
         workdir: Path, collector: tuple[str, list[tuple[str, ExportTraceServiceRequest]]]) -> None:
     url, received = collector
-    cfg = resolve(None, endpoint=url, env={})
-    assert cfg is not None
+    (workdir / ".subagents").mkdir()
+    (workdir / ".subagents" / "config.toml").write_text(f'[telemetry]\notlp_endpoint = "{url}"\n')
     async with Runtime(model=FunctionModel(_fn), workdir=workdir, store="memory://") as rt:
-        tracing = start_tracing(cfg, rt.bus.on, rt.store)
+        assert rt.tracing is not None
         await rt.run("explore the project")
-        await rt.events_delivered()
-    tracing.shutdown()  # flushes the batch to the collector
+    # closing the runtime flushed the batch to the collector
     assert {path for path, _ in received} == {"/v1/traces"}
     spans = [(rs, s) for _, req in received for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
     names = sorted(s.name for _, s in spans)
@@ -103,5 +101,12 @@ def _probe(workdir: Path, **env: str) -> dict[str, object]:
     return result
 
 
-def test_tracing_off_imports_no_opentelemetry(workdir: Path) -> None:
+def test_tracing_off_imports_no_opentelemetry(
+        workdir: Path, collector: tuple[str, list[tuple[str, ExportTraceServiceRequest]]]) -> None:
     assert _probe(workdir) == {"otel": [], "spans": False, "tracing": False}
+    url, received = collector
+    on = _probe(workdir, OTEL_EXPORTER_OTLP_ENDPOINT=url)  # the standard variable turns it on
+    assert (on["spans"], on["tracing"], bool(on["otel"])) == (True, True, True)
+    assert received  # the spans of a run_sync reach the collector when the process ends
+    off = _probe(workdir, OTEL_EXPORTER_OTLP_ENDPOINT=url, OTEL_SDK_DISABLED="true")
+    assert off == {"otel": [], "spans": False, "tracing": False}

@@ -11,8 +11,9 @@ import pytest
 from subagents import Runtime, Usage
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.models.pricing import Prices
+from subagents.telemetry import TelemetryConfig
 
-from .spans_util import Spans, memory_provider, trace_runtime
+from .spans_util import Spans, memory_provider
 
 USAGE = Usage(input_tokens=100, output_tokens=10, cache_read_tokens=40)
 CONTENT_KEYS = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
@@ -39,20 +40,19 @@ def _script(child_started: asyncio.Event | None = None):  # type: ignore[no-unty
     return fn
 
 
-def _runtime(workdir: Path, store: str = "memory://") -> Runtime:
+def _runtime(workdir: Path, telemetry: TelemetryConfig, store: str = "memory://") -> Runtime:
     return Runtime(model=FunctionModel(_script(), name="scripted", prices=Prices(1.0, 2.0)), workdir=workdir,
-                   store=store)
+                   store=store, telemetry=telemetry)
 
 
 async def test_a_two_level_run_with_a_background_child_is_one_connected_trace(workdir: Path) -> None:
     provider, exporter = memory_provider()
-    async with _runtime(workdir, f"sqlite:///{workdir.parent / 'state.db'}") as rt:
-        tracing = trace_runtime(rt, provider)
+    async with _runtime(workdir, TelemetryConfig(tracer_provider=provider),
+                        f"sqlite:///{workdir.parent / 'state.db'}") as rt:
         result = await rt.run("count the files with a helper")
         await rt.events_delivered()
         child = next(a for a in rt.agents() if a.depth == 1)
         child_result = rt.result(child.id)
-    tracing.shutdown()
     spans = Spans(exporter.get_finished_spans())
 
     assert len(spans.trace_ids) == 1  # the whole tree, background child included
@@ -108,11 +108,9 @@ async def test_a_two_level_run_with_a_background_child_is_one_connected_trace(wo
 
 async def test_content_is_captured_only_when_asked(workdir: Path) -> None:
     provider, exporter = memory_provider()
-    async with _runtime(workdir) as rt:
-        tracing = trace_runtime(rt, provider, capture_content=True)
+    async with _runtime(workdir, TelemetryConfig(tracer_provider=provider, capture_content=True)) as rt:
         await rt.run("count the files with a helper")
         await rt.events_delivered()
-    tracing.shutdown()
     spans = Spans(exporter.get_finished_spans())
     root = spans.one("invoke_agent general-purpose").attributes or {}
     assert json.loads(str(root["gen_ai.output.messages"])) == [
@@ -128,13 +126,12 @@ async def test_content_is_captured_only_when_asked(workdir: Path) -> None:
 
 async def test_a_resumed_root_joins_its_first_trace(workdir: Path) -> None:
     provider, exporter = memory_provider()
-    async with Runtime(model=FunctionModel(lambda req: "ok"), workdir=workdir, store="memory://") as rt:
-        tracing = trace_runtime(rt, provider)
+    async with Runtime(model=FunctionModel(lambda req: "ok"), workdir=workdir, store="memory://",
+                       telemetry=TelemetryConfig(tracer_provider=provider)) as rt:
         first = await rt.run("one")
         await rt.resume(first.id, "two")
         await rt.wait([first.id])
         await rt.events_delivered()
-    tracing.shutdown()
     spans = Spans(exporter.get_finished_spans())
     runs = sorted(spans.named("invoke_agent general-purpose"), key=lambda s: s.start_time or 0)
     assert len(runs) == 2
@@ -151,14 +148,13 @@ async def test_a_resumed_child_hangs_under_the_call_that_spawned_it(workdir: Pat
         return ModelResponse(text="done")
 
     provider, exporter = memory_provider()
-    async with Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://") as rt:
-        tracing = trace_runtime(rt, provider)
+    async with Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://",
+                       telemetry=TelemetryConfig(tracer_provider=provider)) as rt:
         await rt.run("go")
         child = next(a for a in rt.agents() if a.depth == 1)
         await rt.resume(child.id, "look again")
         await rt.wait([child.id])
         await rt.events_delivered()
-    tracing.shutdown()
     spans = Spans(exporter.get_finished_spans())
     spawn = spans.one("execute_tool spawn_agent")
     kids = spans.named("invoke_agent explore")
@@ -176,11 +172,10 @@ async def test_parallel_spawns_each_hang_under_their_own_call(workdir: Path) -> 
         return ModelResponse(text=f"{req.agent.agent_type} done")
 
     provider, exporter = memory_provider()
-    async with Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://") as rt:
-        tracing = trace_runtime(rt, provider)
+    async with Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://",
+                       telemetry=TelemetryConfig(tracer_provider=provider)) as rt:
         await rt.run("go")
         await rt.events_delivered()
-    tracing.shutdown()
     spans = Spans(exporter.get_finished_spans())
     calls = {(s.attributes or {})["gen_ai.tool.call.id"]: s for s in spans.named("execute_tool spawn_agent")}
     assert len(calls) == 2
@@ -200,22 +195,20 @@ async def test_a_run_resumed_by_another_process_joins_its_trace_from_the_store(w
 
     store = f"sqlite:///{workdir.parent / 'state.db'}"
     provider, exporter = memory_provider()
-    async with Runtime(model=FunctionModel(fn), workdir=workdir, store=store) as rt:
-        tracing = trace_runtime(rt, provider)
+    async with Runtime(model=FunctionModel(fn), workdir=workdir, store=store,
+                       telemetry=TelemetryConfig(tracer_provider=provider)) as rt:
         await rt.run("go")
         child = next(a for a in rt.agents() if a.depth == 1)
         await rt.events_delivered()
-    tracing.shutdown()
     spawn = Spans(exporter.get_finished_spans()).one("execute_tool spawn_agent")
     assert spawn.context is not None
 
     provider2, exporter2 = memory_provider()  # a new process: nothing in memory, the store has the context
-    async with Runtime(model=FunctionModel(fn), workdir=workdir, store=store) as rt2:
-        tracing2 = trace_runtime(rt2, provider2)
+    async with Runtime(model=FunctionModel(fn), workdir=workdir, store=store,
+                       telemetry=TelemetryConfig(tracer_provider=provider2)) as rt2:
         await rt2.resume(child.id, "look again")
         await rt2.wait([child.id])
         await rt2.events_delivered()
-    tracing2.shutdown()
     again = Spans(exporter2.get_finished_spans()).one("invoke_agent explore")
     assert again.context is not None
     assert again.parent is not None
