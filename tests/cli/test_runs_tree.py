@@ -43,3 +43,9 @@ def test_a_subtree_and_a_known_total_cost() -> None:
     lines = tree_lines(kid, [rec(ROOT, "boss", None), kid, rec(GRANDKID, "deep", KID, cost_usd=0.01)], NOW)
     assert [ln.split()[0] for ln in lines[1:-1]] == ["scout", "deep"]  # the subtree only
     assert lines[-1] == "total: 2 agents · 12.5s wall · 6 turns · tokens 3.0k/600 (in/out) · $0.0223"
+
+
+def test_long_durations_read_in_hours_and_days() -> None:
+    recs = [rec(ROOT, "boss", None, started_at=0.0, ended_at=3 * 3600 + 7 * 60 + 5),
+            rec(KID, "scout", ROOT, started_at=NOW - 2 * 86400 - 5 * 3600, ended_at=None, status="running")]
+    assert [ln.split()[4] for ln in tree_lines(recs[0], recs, NOW)[1:3]] == ["3h07m", "2d05h+"]

@@ -108,9 +108,19 @@ def _duration(r: RunRecord, now: float) -> str:
     if r.started_at is None:
         return "-"
     end = r.ended_at if r.ended_at is not None else now
-    s = max(end - r.started_at, 0.0)
-    text = f"{s:.1f}s" if s < 60 else f"{int(s) // 60}m{int(s) % 60:02d}s"
+    text = _secs(max(end - r.started_at, 0.0))
     return text if r.ended_at is not None else text + "+"
+
+
+def _secs(s: float) -> str:
+    n = int(s)
+    if s < 60:
+        return f"{s:.1f}s"
+    if n < 3600:
+        return f"{n // 60}m{n % 60:02d}s"
+    if n < 86400:
+        return f"{n // 3600}h{n % 3600 // 60:02d}m"
+    return f"{n // 86400}d{n % 86400 // 3600:02d}h"
 
 
 def _k(n: int) -> str:
