@@ -118,6 +118,9 @@ class Settings:
     allow_other_devices: bool = _d("sandbox.allow_other_devices")
     hooks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # [[hooks.PreToolUse]] command = ...
     when_full: str = _d("agents.when_full")  # after the others: the fields' positional order stays stable
+    otlp_endpoint: str | None = _d("telemetry.otlp_endpoint")
+    capture_content: bool = _d("telemetry.capture_content")
+    telemetry_service_name: str = _d("telemetry.service_name")
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""
@@ -302,7 +305,11 @@ def _expected(key: str) -> str:
 
 
 def _from_env(key: str, raw: str) -> Any:
-    """Environment values are strings; integers are parsed here (validation follows in ``_set``)."""
+    """Environment values are strings; integers and booleans (true/false, 1/0, yes/no, on/off, any case) are
+    parsed here (validation follows in ``_set``)."""
+    if _expected(key) == "boolean":
+        return {"true": True, "1": True, "yes": True, "on": True,
+                "false": False, "0": False, "no": False, "off": False}.get(raw.lower(), raw)
     if "integer" in _expected(key):
         try:
             return int(raw)

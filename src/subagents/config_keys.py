@@ -105,7 +105,8 @@ _FIXED: tuple[Key, ...] = (
     Key("agents", "result_max_chars", "positive integer", 20_000,
         "a child's result is cut to this many characters (the full text stays in the store)",
         field="result_max_chars"),
-    Key("store", "url", "string", None, "the run store: `sqlite:///<path>` or `memory://`", env="SUBAGENTS_STORE",
+    Key("store", "url", "string", None, "the run store: `sqlite:///<path>`, `postgresql://user@host/db` or `memory://`",
+        env="SUBAGENTS_STORE",
         field="store_url", shown='"sqlite:///.subagents/state.db"'),
     Key("store", "on_restart", _one_of("resume", "mark_interrupted"), "resume",
         "what happens to the runs a dead process left unfinished", field="on_restart"),
@@ -142,6 +143,15 @@ _FIXED: tuple[Key, ...] = (
         field="allow_hardlinks"),
     Key("sandbox", "allow_other_devices", "boolean", False,
         "the file tools may write files on another file system than the workspace's", field="allow_other_devices"),
+    Key("telemetry", "otlp_endpoint", "string", None,
+        "OTLP/HTTP endpoint that receives OpenTelemetry traces of every agent run (e.g. `http://localhost:4318`); "
+        "unset: no tracing, and OpenTelemetry is not imported. Needs the `otel` extra",
+        env="OTEL_EXPORTER_OTLP_ENDPOINT", field="otlp_endpoint"),
+    Key("telemetry", "capture_content", "boolean", False,
+        "put prompts, model answers, tool arguments and results into the spans (they may hold secrets)",
+        env="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", field="capture_content"),
+    Key("telemetry", "service_name", "string", "subagents", "`service.name` of the traces",
+        env="OTEL_SERVICE_NAME", field="telemetry_service_name"),
 )
 
 _PROVIDER: tuple[Key, ...] = tuple(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -74,10 +75,11 @@ def test_ids_by_prefix_or_nickname_and_clear_refusals(db: Path, capsys: pytest.C
 
 def test_tree_and_tail(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(db, "tree", "1111") == 0
-    assert capsys.readouterr().out == (
-        "general-purpose-ada [general-purpose] completed/ok aaaa1111  the root\n"
-        "  explore-ada [explore] completed/ok bbbb2222  docs\n"
-        "  explore-grace [explore] running bbbb3333  \n")
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["general-purpose-ada [general-purpose] completed/ok aaaa1111  2.00s · 0 tok · $ n/a  the root",
+                       "  explore-ada [explore] completed/ok bbbb2222  2.00s · 0 tok · $ n/a  docs"]
+    # a run still going: its time so far (it started at t=1.0 in this seeded store, so days ago)
+    assert re.fullmatch(r"  explore-grace \[explore\] running bbbb3333  \d+d\d\dh so far · 0 tok · \$ n/a  ", out[2])
     assert run(db, "tail", "explore-ada") == 0
     assert capsys.readouterr().out == ("user: scan it\nassistant: explore-ada says hi\n"
                                        "-- status: completed / ok\n")

@@ -473,7 +473,10 @@ async def test_events_in_order_with_agent_ids(workdir: Path) -> None:
         r = await rt.run("go")
     child = [e for e in events if e.depth == 1]
     assert [e.kind for e in child] == ["subagent_spawned", "subagent_status_changed", "run_start", "turn_start",
-                                       "assistant_text", "run_end", "subagent_status_changed", "subagent_completed"]
+                                       "assistant_text", "model_end", "run_end", "subagent_status_changed",
+                                       "subagent_completed"]
+    spawn_call = next(e for e in events if e.kind == "tool_start" and e.depth == 0)
+    assert child[0].data["call_id"] == spawn_call.data["call_id"]  # the call that spawned it
     assert all(e.parent_id == r.id for e in child)
     assert child[-1].data["outcome"] == "ok"
     assert child[-2].data["status"] == "completed"

@@ -95,7 +95,7 @@ def test_a_v4_store_is_migrated_and_keeps_its_prompts(tmp_path: Path) -> None:
     v4_store(db)
     s = SQLiteStore(db)
     try:
-        assert (s.migrated_from, SCHEMA_VERSION) == (4, 6)  # v5 -> v6 adds the team tables only
+        assert (s.migrated_from, SCHEMA_VERSION) == (4, 7)  # v5 -> v6 adds the team tables, v7 runs.trace
         old = s.get_run("old")
         assert old is not None
         assert old.system_prompt == "the old prompt"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from subagents.store._schema import _MIGRATIONS, SCHEMA_VERSION, _statements
+from subagents.store.base import RunRecord
 from subagents.store.sqlite import SQLiteStore
 from subagents.teams.sqlite import _CLAIM, _CLAIM_NEXT, SQLiteTeamStore
 
@@ -44,7 +45,7 @@ def test_a_v5_store_is_migrated_to_v6_and_keeps_its_runs(tmp_path: Path) -> None
     assert not TEAM_TABLES & names(db, "table")
     s = SQLiteStore(db)
     try:
-        assert (s.migrated_from, SCHEMA_VERSION) == (5, 6)
+        assert (s.migrated_from, SCHEMA_VERSION) == (5, 7)
         old = s.get_run("old")
         assert old is not None
         assert (old.status, old.system_prompt) == ("completed", "the prompt")
@@ -97,3 +98,28 @@ def test_the_team_queries_use_their_indexes(tmp_path: Path) -> None:
                                            "AND status = 'in_progress'", "t", "a")
     finally:
         conn.close()
+
+
+def test_a_v6_store_gets_the_trace_column_and_keeps_its_runs(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    s = SQLiteStore(db)
+    s.create_run(RunRecord("old", "old", "n", "general-purpose", "t"))
+    s.close()
+    conn = sqlite3.connect(db)  # make it a v6 file again: no trace column
+    conn.execute("ALTER TABLE runs DROP COLUMN trace")
+    conn.execute("PRAGMA user_version = 6")
+    conn.commit()
+    conn.close()
+    s = SQLiteStore(db)
+    try:
+        assert s.migrated_from == 6
+        old = s.get_run("old")
+        assert old is not None
+        assert old.trace == {}
+        s.update_run("old", {"trace": {"traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01"}})
+        s.flush()
+        again = s.get_run("old")
+        assert again is not None
+        assert again.trace["traceparent"].startswith("00-aaa")
+    finally:
+        s.close()

@@ -3,7 +3,7 @@
 IDs may be given whole, as a unique prefix or suffix (4+ characters; listings show the last 8) or as a nickname
 (the latest run with it).
 ``--cwd`` and ``--store`` go before or after the command (``runs --cwd X list`` = ``runs list --cwd X``).
-The commands that only read (``list``, ``show``, ``tree``, ``tail``, ``wait``) never create a store: with
+The commands that only read (``list``, ``show``, ``tree``, ``tail``, ``wait``, ``timeline``) never create a store: with
 none yet, they say so.
 Runs owned by another live process are steered through the store: ``cancel`` and ``resume`` leave a
 request that the owner's sweeper carries out within a few seconds.  Runs whose process is gone are
@@ -173,21 +173,42 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
 @_where
 @click.pass_context
 def tree(ctx: click.Context, root_ref: str) -> int:
-    """Show the agent tree under a run, with statuses."""
+    """Show the agent tree under a run, with statuses, running times, tokens and costs."""
+    from .timeline import brief_stats
+
     with _open(ctx) as store:
         rec = resolve_run(store, root_ref)
         recs = store.list_runs(include_archived=True, root_id=rec.root_id or rec.run_id)
+    now = time.time()
     kids: dict[str | None, list[RunRecord]] = {}
     for r in recs:
         kids.setdefault(r.parent_id, []).append(r)
 
     def show_node(r: RunRecord, indent: str) -> None:
         click.echo(f"{indent}{r.nickname} [{r.agent_type}] {r.status}{'/' + r.outcome if r.outcome else ''} "
-                   f"{short_id(r.run_id)}  {r.label[:50]}")
+                   f"{short_id(r.run_id)}  {brief_stats(r, now)}  {r.label[:50]}")
         for c in kids.get(r.run_id, []):
             show_node(c, indent + "  ")
 
     show_node(rec, "")
+    return 0
+
+
+@runs.command("timeline")
+@click.argument("root_ref", metavar="ROOT_ID")
+@click.option("--html", "html_path", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="Write the page to this file (one self-contained HTML file; open it in any browser).")
+@_where
+@click.pass_context
+def timeline(ctx: click.Context, root_ref: str, html_path: Path) -> int:
+    """Write a Gantt chart of the agent tree under a run as one HTML file (no network needed to open it)."""
+    from .timeline import write_timeline
+
+    with _open(ctx) as store:
+        rec = resolve_run(store, root_ref)
+        line = write_timeline(store, rec, html_path)
+    click.echo(line)
     return 0
 
 

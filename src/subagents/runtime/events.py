@@ -1,7 +1,9 @@
 """Events: one small record per step, delivered to async iterators and callbacks.
 
-Kinds: ``run_start``, ``run_end``, ``turn_start``, ``assistant_text``, ``tool_start``, ``tool_end``,
-``subagent_spawned``, ``subagent_status_changed``, ``subagent_completed``, ``announcement``.
+Kinds: ``run_start``, ``run_end``, ``turn_start``, ``model_end`` (after each model call: model, usage,
+cost_usd, stop_reason, or error), ``assistant_text``, ``tool_start``, ``tool_end``,
+``subagent_spawned`` (``call_id``: the tool call that spawned it, when someone listens),
+``subagent_status_changed``, ``subagent_completed``, ``announcement``.
 Each carries the agent id, its parent id and depth.  Publishing costs nothing when nobody listens.
 """
 
@@ -9,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "EventBus", "EventCallback", "Gate"]
+__all__ = ["CURRENT_CALL", "Event", "EventBus", "EventCallback", "Gate"]
 
 
 @dataclass(slots=True)
@@ -33,6 +36,10 @@ class Event:
 
 
 EventCallback = Callable[[Event], Any]
+
+CURRENT_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar("subagents_current_call", default=None)
+"""The id of the tool call the running agent task is executing (set by the loop only while someone listens):
+``subagent_spawned`` carries it as ``call_id``, so a listener knows which call started a child."""
 
 
 class _Subscription:

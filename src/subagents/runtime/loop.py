@@ -35,7 +35,7 @@ from ..models.base import AgentInfo, Model, ModelRequest, ModelResponse
 from ..models.pricing import BUILTIN_PRICES, PriceTable
 from ..tools.base import ToolContext, ToolRegistry
 from .calls import run_parallel
-from .events import Event, EventBus
+from .events import CURRENT_CALL, Event, EventBus
 from .inbox import Inbox
 from .limits import Budget, Limits
 from .result import RunResult
@@ -159,7 +159,7 @@ class AgentCore:
             prompt, blocked = await self.guard.on_start(prompt)
         if prompt is not None:
             self._append(Message.user(prompt))
-        self.emit("run_start", agent_type=self.info.agent_type)
+        self.emit("run_start", agent_type=self.info.agent_type, prompt=prompt)
         decision = Stopped(Outcome.ERROR, None, blocked) if blocked else await self._run_with_deadline()
         result = self.result(decision)
         if self.bus.active:
@@ -227,8 +227,10 @@ class AgentCore:
         try:
             response = await self._call_model()
         except ModelError as e:
+            self.emit("model_end", model=self.model.name, error=str(e))
             return Stopped(Outcome.ERROR, None, str(e))
         except (TypeError, ValueError, KeyError, AttributeError, RuntimeError) as e:
+            self.emit("model_end", model=self.model.name, error=f"{type(e).__name__}: {e}")
             return Stopped(Outcome.ERROR, None, f"model {self.model.name!r} failed: {type(e).__name__}: {e}")
         stop = self._take_reply(response)
         if stop is not None:
@@ -278,6 +280,10 @@ class AgentCore:
                 self.cost = (self.cost or 0.0) + cost
         else:
             cost = None
+        if self.bus.active:
+            self.emit("model_end", model=self.model.name, response_model=r.model, stop_reason=r.stop_reason,
+                      usage=r.usage.to_dict() if r.usage is not None else None, cost_usd=cost,
+                      tool_calls=len(r.tool_calls))
         assert self.budget is not None
         if r.usage is not None:
             self.budget.add(r.usage, cost)
@@ -314,11 +320,17 @@ class AgentCore:
     async def _run_one(self, b: ToolUseBlock) -> ToolResultBlock:
         self.tool_calls += 1
         active = self.bus.active
+        token = None
         if active:
             self.emit("tool_start", tool=b.name, call_id=b.id, arguments=b.arguments)
             t0 = time.perf_counter()
+            token = CURRENT_CALL.set(b.id)
         g = self.guard
-        res = await (self.registry.execute(b, self.ctx) if g is None else g.run_call(b, self.registry, self.ctx))
+        try:
+            res = await (self.registry.execute(b, self.ctx) if g is None else g.run_call(b, self.registry, self.ctx))
+        finally:
+            if token is not None:
+                CURRENT_CALL.reset(token)
         if active:
             self.emit("tool_end", tool=b.name, call_id=b.id, is_error=res.is_error,
                       duration_s=time.perf_counter() - t0, output=res.content[:2000])

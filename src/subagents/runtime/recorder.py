@@ -14,7 +14,7 @@ from typing import Any
 
 from ..messages import Message
 from ..store.base import AnnouncementRecord, RunRecord, Store
-from .events import Event, EventBus
+from .events import CURRENT_CALL, Event, EventBus
 from .isolation import worktree_record
 from .limits import Limits
 from .node import AgentNode
@@ -50,7 +50,7 @@ class Recorder:
         ))
         self.commit_point()
         self.emit(node, "subagent_spawned", agent_type=i.agent_type, label=node.label, background=node.background,
-                  model=node.model_name)
+                  model=node.model_name, call_id=CURRENT_CALL.get() if self.bus.active else None)
 
     def message_sink(self, node: AgentNode) -> Callable[[Message], None]:
         """What ``node``'s loop calls with each message it appends: the message goes to the store."""

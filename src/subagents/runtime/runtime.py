@@ -52,7 +52,7 @@ from .sweeper import Sweeper
 from .team_handle import Team
 from .teams import restore_teams, team_service
 from .waiting import wait_stored
-from .wiring import build_authority
+from .wiring import build_authority, build_tracing
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
@@ -117,6 +117,7 @@ class Runtime:
         sandbox: SandboxPolicy | str | None = None,
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
+        telemetry: Any = None,
     ) -> None:
         root = Path(workdir)
         if not root.is_dir():
@@ -172,6 +173,8 @@ class Runtime:
             shell_confined=policy.mode != "off", allow=allow, deny=deny)
         self._closed = False
         self.manager.retention = Retention(self.manager)
+        self.tracing: Any = build_tracing(telemetry, s, self.bus, self.store)
+        """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
         self._sweeper_task: RunHandle[None] | None = None
         self._restored = False
@@ -220,6 +223,8 @@ class Runtime:
         await self.clients.aclose()  # the models' connections (no call is left running)
         self.store.flush()  # before the bus closes: held events are published only once committed
         self.bus.close()
+        if self.tracing is not None:
+            self.tracing.shutdown()  # ends the spans still open, flushes the exporter
         self.store.close()
 
     def interrupting(self, why: str) -> None:

@@ -1,4 +1,4 @@
-"""Builds a runtime's :class:`~subagents.authority.guard.Authority` from its settings and arguments.
+"""Builds a runtime's :class:`~subagents.authority.guard.Authority` (and its tracing) from its settings and arguments.
 
 The rules come from ``[permissions] allow / ask / deny`` (with the file each came from, so a refusal
 can name it), the approver from ``Runtime(approver=...)`` (the CLI passes its terminal prompt), the
@@ -25,7 +25,21 @@ from .events import Event, EventBus
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["build_authority"]
+__all__ = ["build_authority", "build_tracing"]
+
+
+def build_tracing(value: Any, s: Settings, bus: EventBus, store: Store) -> Any:
+    """The OpenTelemetry span builder (:class:`subagents.telemetry.Tracing`) when tracing is on, else ``None``
+    (then OpenTelemetry is not even imported).  ``value`` is ``Runtime(telemetry=...)``."""
+    from ..telemetry.config import resolve  # imports no OpenTelemetry
+
+    cfg = resolve(value, endpoint=s.otlp_endpoint, capture_content=s.capture_content,
+                  service_name=s.telemetry_service_name)
+    if cfg is None:
+        return None
+    from ..telemetry import start_tracing  # imports opentelemetry: only when tracing is on
+
+    return start_tracing(cfg, bus.on, store)
 
 
 def _rules(s: Settings, kind: str, extra: Sequence[str]) -> list[Rule]:

@@ -1,4 +1,4 @@
-"""Run stores: the protocol, the in-memory store and (by URL) the SQLite store."""
+"""Run stores: the protocol, the in-memory store and (by URL) the SQLite and PostgreSQL stores."""
 
 from pathlib import Path
 
@@ -13,7 +13,8 @@ DEFAULT_STORE_URL = "sqlite:///.subagents/state.db"
 
 
 def open_store(url: str | None, workdir: Path) -> Store:
-    """A store for a URL: ``memory://``, or ``sqlite:///path`` (relative paths under ``workdir``).
+    """A store for a URL: ``memory://``, ``sqlite:///path`` (relative paths under ``workdir``) or
+    ``postgresql://user@host/db`` (a libpq URI; needs the ``postgres`` extra).
 
     No URL means the durable default, :data:`DEFAULT_STORE_URL` under ``workdir``.
     """
@@ -27,4 +28,9 @@ def open_store(url: str | None, workdir: Path) -> Store:
         path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
         p = Path(path)
         return SQLiteStore(p if p.is_absolute() else workdir / p)
-    raise ConfigError(f"unknown store URL {url!r}; use 'sqlite:///.subagents/state.db' or 'memory://'")
+    if url.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ConfigError(f"unknown store URL {url!r}; use 'sqlite:///.subagents/state.db', "
+                      "'postgresql://user@host/dbname' or 'memory://'")

@@ -23,7 +23,7 @@ __all__ = ["ANN_COLS", "COLS_SQL", "RUN_FIELDS", "Plan", "Recorder", "message_js
 # queue op codes
 CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = range(10)
 
-_JSON_COLS = frozenset({"usage", "limits", "worktree"})
+_JSON_COLS = frozenset({"usage", "limits", "worktree", "trace"})
 _BOOL_COLS = frozenset({"background", "archived", "truncated"})
 RUN_FIELDS = frozenset(RUN_COLUMNS)
 _PROMPT_AT = RUN_COLUMNS.index("system_prompt")

@@ -21,6 +21,8 @@ Version history:
   per recipient, ``PK(team, seq)``); ``tasks_claimable`` (the pending, unowned tasks of a team by id:
   what a claim looks at), ``tasks_owned`` (the in-progress tasks of an owner: what a release looks at)
   and ``team_mail_unread`` (a recipient's unread mail in order).  No run table changes.
+* **7** — ``runs.trace``: the W3C trace context (``traceparent``) a run's spans hang under, so a resumed or
+  restored run joins its original trace (:mod:`subagents.telemetry`).
 
 A store opened by an older ``subagents`` is migrated forward in one transaction at open; a store
 written by a newer one is refused (never downgraded).
@@ -32,7 +34,7 @@ import sqlite3
 
 __all__ = ["FINAL_SQL", "PROMPT_SQL", "RUN_COLUMNS", "SCHEMA_VERSION", "SWEEP_KEY", "V1_SCHEMA", "migrate"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: The final statuses as an SQL condition (spelled the same in the partial indexes and the queries that use them).
 FINAL_SQL = "status IN ('completed', 'errored', 'shutdown')"
@@ -52,7 +54,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "parent_id", "root_id", "depth", "label", "model", "cleanup", "background", "status", "outcome",
     "created_at", "started_at", "ended_at", "archive_at", "archived", "usage", "cost_usd", "turns",
     "tool_calls", "truncated", "limit", "result_text", "error", "system_prompt", "limits", "runs", "owner",
-    "permission_mode", "worktree",
+    "permission_mode", "worktree", "trace",
 )
 
 V1_SCHEMA = """
@@ -151,9 +153,14 @@ CREATE INDEX team_mail_unread ON team_mail(team, recipient, seq) WHERE read = 0;
 PRAGMA user_version = 6;
 """
 
+_V6_TO_V7 = """
+ALTER TABLE runs ADD COLUMN trace TEXT NOT NULL DEFAULT '{}';
+PRAGMA user_version = 7;
+"""
+
 #: ``from version -> script`` that brings a store to ``from version + 1``.
 _MIGRATIONS: dict[int, str] = {0: V1_SCHEMA, 1: _V1_TO_V2, 2: _V2_TO_V3, 3: _V3_TO_V4, 4: _V4_TO_V5,
-                               5: _V5_TO_V6}
+                               5: _V5_TO_V6, 6: _V6_TO_V7}
 
 
 def _statements(script: str) -> list[str]:

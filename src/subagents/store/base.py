@@ -61,6 +61,7 @@ class RunRecord:
     owner: str = ""        # "<host>:<pid>:<token>" of the store instance (runtime) that drives it
     permission_mode: str = ""  # the permission mode it runs in ("" in stores written before v3)
     worktree: dict[str, Any] = field(default_factory=dict)  # its git worktree (isolation: worktree), if any
+    trace: dict[str, str] = field(default_factory=dict)  # W3C trace context ({"traceparent": ...}) of its spans' parent
 
     @property
     def is_final(self) -> bool:
