@@ -102,6 +102,7 @@ class Tracing:
         self.agents: dict[str, _Agent] = {}
         self._saved: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._failed: set[str] = set()
+        self._callers: dict[str, otel_context.Context] = {}  # root id -> the caller's context (adopt_caller)
         self.off: Any = None  # what unsubscribes it from the bus (set by start_tracing)
 
     # -- the bus callback ------------------------------------------------------------------------
@@ -117,6 +118,19 @@ class Tracing:
                 log.warning("subagents tracing: a %r event could not become a span; spans of this tree may be "
                             "incomplete", ev.kind, exc_info=True)
 
+    def adopt_caller(self, agent_id: str) -> None:
+        """Hang root ``agent_id``'s spans under the caller's current span, if there is one (the runtime calls
+        it where your code spawns a root: ``rt.run`` inside your own span makes one trace of both)."""
+        ctx = otel_context.get_current()
+        if not trace.get_current_span(ctx).get_span_context().is_valid:
+            return
+        a = self.agents.get(agent_id)
+        if a is None:  # its subagent_spawned event waits for the store's commit: take it there
+            self._callers[agent_id] = ctx
+        elif a.span is None:
+            a.parent_ctx = ctx
+            self._save(agent_id, ctx)
+
     # -- lifecycle ------------------------------------------------------------------------------
     def _spawned(self, ev: EventLike) -> None:
         d = ev.data
@@ -126,6 +140,9 @@ class Tracing:
         if parent is None:
             if ev.parent_id is not None:
                 a.parent_ctx = self._load(ev.parent_id)  # a parent this tracer never saw run: join its trace
+            elif ev.agent_id in self._callers:
+                a.parent_ctx = self._callers.pop(ev.agent_id)
+                self._save(ev.agent_id, a.parent_ctx)
             return
         call = d.get("call_id")
         if not isinstance(call, str) or call not in parent.tools:
