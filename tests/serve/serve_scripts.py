@@ -7,6 +7,7 @@ What an agent does is read from its task (the first user message):
 * ``hang``: its model call never returns (until the agent is closed);
 * ``listen``: lists the workspace once per turn until a message from the user arrives, then answers
   ``heard: <the message>``;
+* ``write``: writes ``out.txt`` and answers with what the tool said;
 * ``delegate TEXT``: spawns an ``explore`` child in the background with ``echo TEXT``, waits for it and
   answers ``child said: <its result>``.
 """
@@ -40,6 +41,11 @@ async def script(req: ModelRequest) -> ModelResponse:
             return ModelResponse("heard: " + said[-1].split("\n")[1], usage=usage)
         await asyncio.sleep(0.05)
         return ModelResponse("", [ToolCall("list_dir", {"path": "."})], usage=usage)
+    if task == "write":
+        done = _results(req)
+        if not done:
+            return ModelResponse("", [ToolCall("write_file", {"path": "out.txt", "content": "x"})], usage=usage)
+        return ModelResponse("write said: " + done[0], usage=usage)
     if task.startswith("delegate "):
         done = _results(req)
         if not done:

@@ -36,8 +36,12 @@ async def test_a_client_spawns_waits_reads_and_cancels(workdir: Path) -> None:
         _, closed = await call(s, "close_agent", agent_id=hang["agent_id"])
         assert (closed["status"], closed["outcome"]) == ("shutdown", "cancelled")
         assert "no agent with id or nickname 'no-such-agent'" in await error(s, "status", agent_id="no-such-agent")
+        said, _ = await call(s, "spawn_agent", prompt="write")  # nobody can approve the edit: refused at once
+        assert "write said: write_file was not run: permission mode 'default' asks before file edits, and no one " \
+               "can approve it here" in said
+        assert not (workdir / "out.txt").exists()
         _, listed = await call(s, "list_agents")
-        assert [a["agent_id"] for a in listed["agents"]] == [echo["agent_id"], hang["agent_id"], left["agent_id"]]
+        assert [a["agent_id"] for a in listed["agents"]][:3] == [echo["agent_id"], hang["agent_id"], left["agent_id"]]
     # the client went away: the server closed its runtime; the records are in the project's store
     store = open_store(f"sqlite:///{workdir / 'state.db'}", workdir)
     try:
