@@ -30,8 +30,10 @@ def describe(url: str) -> str:
         d = conninfo_to_dict(url)
     except psycopg.Error:
         return "postgresql://(an invalid URL)"
-    host, port = d.get("host") or "localhost", d.get("port")
+    host, port = str(d.get("host") or "localhost"), d.get("port")
     user = f"{d['user']}@" if d.get("user") else ""
+    if host.startswith("/"):  # a unix socket directory
+        return f"postgresql://{user}/{d.get('dbname') or ''} (socket {host}/.s.PGSQL.{port or 5432})"
     return f"postgresql://{user}{host}{f':{port}' if port else ''}/{d.get('dbname') or ''}"
 
 
