@@ -44,7 +44,7 @@ _FIXED: dict[str, Key] = {k.dotted: k for k in KEYS if k.field is not None}
 _FIELDS: dict[str, str] = {dotted: k.field for dotted, k in _FIXED.items() if k.field}
 """dotted key -> Settings field."""
 _FIELD_KEYS = {f: dotted for dotted, f in _FIELDS.items()}
-_SECTIONS = sorted({k.section for k in _FIXED.values()} | set(TABLE_SECTIONS))
+_SECTIONS = sorted({k.section for k in _FIXED.values()} | set(TABLE_SECTIONS) | {"mcp"})
 _NESTED = {section: keys_of(section + ".*") for section in TABLE_SECTIONS}
 
 
@@ -121,6 +121,7 @@ class Settings:
     otlp_endpoint: str | None = _d("telemetry.otlp_endpoint")
     capture_content: bool = _d("telemetry.capture_content")
     telemetry_service_name: str = _d("telemetry.service_name")
+    mcp_servers: dict[str, Any] = field(default_factory=dict)  # [mcp.servers.NAME]: name -> mcp.McpServerConfig
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""
@@ -233,6 +234,12 @@ def _apply_file(s: Settings, path: Path, *, user: bool = False) -> None:
             continue
         if section == "hooks":
             _apply_hooks(s, path, table)
+            continue
+        if section == "mcp":  # [mcp.servers.NAME]: checked by the MCP package (imports no SDK)
+            from .mcp.config import parse_mcp_section
+
+            s.mcp_servers.update(parse_mcp_section(table, src))
+            s.sources.update({f"mcp.servers.{name}": src for name in table.get("servers", {})})
             continue
         known = [k.split(".", 1)[1] for k in _FIXED if k.startswith(section + ".")]
         for key, value in table.items():

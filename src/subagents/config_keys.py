@@ -20,10 +20,14 @@ from typing import Any
 from ._config_values import PROVIDER_KEYS
 from .authority.names import MODES
 
-__all__ = ["ENV_VARS", "KEYS", "PROVIDERS", "TABLE_SECTIONS", "Key", "keys_of", "markdown_table", "summary"]
+__all__ = ["ENV_VARS", "KEYS", "MCP_SERVER_KEYS", "PROVIDERS", "TABLE_SECTIONS", "Key", "keys_of", "markdown_table",
+           "summary"]
 
 PROVIDERS = ("anthropic", "openai")
 TABLE_SECTIONS = ("providers", "pricing", "hooks")
+MCP_SERVER_KEYS = ("command", "args", "env", "url", "headers", "cwd", "sandbox", "network", "writable", "timeout_s",
+                   "startup_timeout_s")
+"""The keys of an ``[mcp.servers.<name>]`` table (checked by :func:`subagents.mcp.config.parse_mcp_section`)."""
 """Sections whose entries are tables named by the user (a provider, a model, a hook event)."""
 _MODE_NAMES = (*MODES, "acceptEdits", "bypassPermissions")
 
@@ -218,4 +222,5 @@ def summary() -> str:
     lines.append("    [providers.anthropic] / [providers.openai]   " + ", ".join(keys_of("providers.*")))
     lines.append('    [pricing."<model>"]   ' + ", ".join(keys_of("pricing.*")) + "   (USD per million tokens)")
     lines.append("    [[hooks.<Event>]]     " + ", ".join(keys_of("hooks.*")) + "   (one table per hook)")
+    lines.append("    [mcp.servers.<name>]  " + ", ".join(MCP_SERVER_KEYS) + "   (one table per MCP server)")
     return "\n".join(lines)

@@ -76,10 +76,14 @@ def test_ids_by_prefix_or_nickname_and_clear_refusals(db: Path, capsys: pytest.C
 def test_tree_and_tail(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(db, "tree", "1111") == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:2] == ["general-purpose-ada [general-purpose] completed/ok aaaa1111  2.00s · 0 tok · $ n/a  the root",
-                       "  explore-ada [explore] completed/ok bbbb2222  2.00s · 0 tok · $ n/a  docs"]
-    # a run still going: its time so far (it started at t=1.0 in this seeded store, so days ago)
-    assert re.fullmatch(r"  explore-grace \[explore\] running bbbb3333  \d+d\d\dh so far · 0 tok · \$ n/a  ", out[2])
+    assert out[0].split() == ["AGENT", "ID", "TIME", "TURNS", "TOKENS", "COST", "LABEL"]
+    assert out[1].split() == ["general-purpose-ada", "[general-purpose]", "completed/ok", "aaaa1111", "2.0s", "0",
+                              "0/0", "est", "n/a", "the", "root"]
+    assert out[2].split() == ["explore-ada", "[explore]", "completed/ok", "bbbb2222", "2.0s", "0", "0/0", "est",
+                              "n/a", "docs"]
+    # a run still going: its time so far (it started at t=1.0 in this seeded store, so long ago) ends with "+"
+    assert re.fullmatch(r"  explore-grace \[explore\] running +bbbb3333 +\d+d\d\dh\+ +0 +0/0 +est n/a", out[3])
+    assert out[4] == "total: 3 agents · 2.0s wall · 0 turns · tokens 0/0 (in/out) · est n/a"
     assert run(db, "tail", "explore-ada") == 0
     assert capsys.readouterr().out == ("user: scan it\nassistant: explore-ada says hi\n"
                                        "-- status: completed / ok\n")

@@ -202,8 +202,8 @@ async def test_events_for_every_step(workdir: Path) -> None:
     await make_core(fn, workdir, bus=bus).run("go")
     kinds = [(e.kind, e.data.get("tool") or e.data.get("text") or e.data.get("turn") or "") for e in seen]
     assert kinds == [("run_start", ""), ("turn_start", 1), ("assistant_text", "look"), ("model_end", ""),
-                     ("tool_start", "list_dir"), ("tool_end", "list_dir"), ("turn_start", 2), ("assistant_text", "done"),
-                     ("model_end", ""), ("run_end", "")]
+                     ("tool_start", "list_dir"), ("tool_end", "list_dir"), ("turn_start", 2),
+                     ("assistant_text", "done"), ("model_end", ""), ("run_end", "")]
     ends = [e.data for e in seen if e.kind == "model_end"]
     assert [d["tool_calls"] for d in ends] == [1, 0]
     assert seen[0].data["prompt"] == "go"

@@ -27,7 +27,7 @@ from ..exceptions import UserError
 from ..ids import id_matches, short_id
 from ..store.base import RunRecord, Store
 from .common import cwd_option, store_option, store_url, workdir
-from .runs_text import age, audit_line, descendants, echo_message
+from .runs_text import age, audit_line, descendants, echo_message, tree_lines
 
 __all__ = ["audit_line", "resolve_run", "runs"]
 
@@ -173,24 +173,12 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
 @_where
 @click.pass_context
 def tree(ctx: click.Context, root_ref: str) -> int:
-    """Show the agent tree under a run, with statuses, running times, tokens and costs."""
-    from .timeline import brief_stats
-
+    """Show the agent tree under a run: status, running time, turns, tokens and cost of each agent, and the total."""
     with _open(ctx) as store:
         rec = resolve_run(store, root_ref)
         recs = store.list_runs(include_archived=True, root_id=rec.root_id or rec.run_id)
-    now = time.time()
-    kids: dict[str | None, list[RunRecord]] = {}
-    for r in recs:
-        kids.setdefault(r.parent_id, []).append(r)
-
-    def show_node(r: RunRecord, indent: str) -> None:
-        click.echo(f"{indent}{r.nickname} [{r.agent_type}] {r.status}{'/' + r.outcome if r.outcome else ''} "
-                   f"{short_id(r.run_id)}  {brief_stats(r, now)}  {r.label[:50]}")
-        for c in kids.get(r.run_id, []):
-            show_node(c, indent + "  ")
-
-    show_node(rec, "")
+    for line in tree_lines(rec, recs, time.time()):
+        click.echo(line)
     return 0
 
 

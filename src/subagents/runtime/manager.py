@@ -97,6 +97,7 @@ class AgentManager:
         self.sandbox: Any = None  # the shell sandbox every agent's bash and hooks run in
         self.retention: Any = None  # a recovery.Retention: evicts old finished trees from memory
         self.teams: Any = None  # a teams.TeamService once the runtime has a team (its agents' turns go through it)
+        self.prepare: Callable[[AgentNode], Awaitable[None]] | None = None  # awaited as a run starts (MCP tools)
         self.control = control_factory(self) if control_factory is not None else None
         # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
         self.stop_as: tuple[Outcome, str] = (Outcome.CANCELLED, "closed before it finished")
@@ -247,6 +248,8 @@ class AgentManager:
         node.runs += 1
         self.recorder.set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
         try:
+            if self.prepare is not None:
+                await self.prepare(node)
             failed = await worktrees.enter(node, self.workspace) if node.worktree is not None else None
             if node.worktree is not None:
                 self.recorder.update(node, {"worktree": worktrees.worktree_record(node.worktree)})

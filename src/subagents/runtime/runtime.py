@@ -16,7 +16,6 @@ import os
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from ..tools.schema import check_schema
 from ..tools.team import TEAM_TOOLS
 from .control import ManagerControl
 from .events import Event, EventBus, EventCallback
+from .handles import AgentHandle, AgentSummary
 from .limits import Limits
 from .manager import AgentManager, ManagerSettings
 from .prompts import DEFAULT_BASE_PROMPT
@@ -52,32 +52,10 @@ from .sweeper import Sweeper
 from .team_handle import Team
 from .teams import restore_teams, team_service
 from .waiting import wait_stored
-from .wiring import build_authority, build_tracing
+from .wiring import attach_mcp, build_authority, build_tracing
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
-
-
-@dataclass(slots=True, frozen=True)
-class AgentHandle:
-    """What ``spawn`` and ``resume`` return: the agent's id (a UUID) and nickname; ``queued``: no thread slot
-    was free (``when_full="queue"``), it starts when one frees (its status is ``pending_init`` until then)."""
-
-    id: str
-    nickname: str
-    agent_type: str
-    queued: bool = False
-
-
-@dataclass(slots=True, frozen=True)
-class AgentSummary:
-    id: str
-    nickname: str
-    agent_type: str
-    status: Status
-    depth: int
-    parent_id: str | None
-    label: str
 
 
 def _builtin_tools() -> list[Tool]:
@@ -173,6 +151,8 @@ class Runtime:
             shell_confined=policy.mode != "off", allow=allow, deny=deny)
         self._closed = False
         self.manager.retention = Retention(self.manager)
+        self.mcp: Any = attach_mcp(self.manager, self.workdir, policy, s, self.definitions.by_name.values())
+        """The runtime's MCP servers (``None``: none configured); each starts with the first agent that may use it."""
         self.tracing: Any = build_tracing(telemetry, s, self.bus, self.store)
         """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
@@ -220,6 +200,8 @@ class Runtime:
             await self.manager.executor.stop_service(task)
         await self.manager.shutdown()
         await self.manager.executor.aclose()
+        if self.mcp is not None:
+            await self.mcp.aclose()  # the MCP servers stop with the runtime (no agent is left to call them)
         await self.clients.aclose()  # the models' connections (no call is left running)
         self.store.flush()  # before the bus closes: held events are published only once committed
         self.bus.close()
@@ -271,6 +253,8 @@ class Runtime:
             finally:
                 self._in_run_sync = False
                 await self.manager.shutdown()
+                if self.mcp is not None:  # their connections belong to this call's event loop
+                    await self.mcp.aclose()
                 self.store.flush()
 
         return asyncio.run(go())

@@ -9,7 +9,8 @@ the runtime's bus and store.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..authority.approvals import ApprovalBroker, Approver
@@ -17,6 +18,7 @@ from ..authority.guard import Authority
 from ..authority.permissions import Permissions
 from ..authority.rules import Rule, parse_rule
 from ..config import Settings
+from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, UserError
 from ..models.base import AgentInfo
 from ..store.base import Store
@@ -25,7 +27,30 @@ from .events import Event, EventBus
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["build_authority", "build_tracing"]
+__all__ = ["attach_mcp", "build_authority", "build_tracing"]
+
+
+def attach_mcp(mgr: AgentManager, workdir: Path, policy: Any, s: Settings, definitions: Iterable[AgentDefinition]
+               ) -> Any:
+    """The runtime's MCP servers (:class:`subagents.mcp.hub.McpTools`), or ``None`` when none is configured
+    (then nothing is imported and no run pays anything).  Each server starts with the first agent that may use
+    it: ``mgr.prepare`` gives a starting agent the tools of the servers it may use."""
+    from ..mcp import open_mcp  # imports no SDK unless servers are configured
+
+    mcp = open_mcp(workdir, mgr.workspace, policy, settings_servers=s.mcp_servers,
+                   definitions=[(d.extra, d.source) for d in definitions])
+    if mcp is None:
+        return None
+
+    async def grant(node: Any) -> None:
+        parent = mgr.find(node.info.parent_id) if node.info.parent_id else None
+        d = node.definition
+        node.core.registry = await mcp.grant(
+            node.core.registry, tools=d.tools, disallowed=d.disallowed_tools, extra=d.extra, source=d.source,
+            parent=parent.core.registry if parent is not None else None)
+
+    mgr.prepare = grant
+    return mcp
 
 
 def build_tracing(value: Any, s: Settings, bus: EventBus, store: Store) -> Any:
