@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from opentelemetry.trace import StatusCode
 
 from subagents import Runtime, Usage
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
@@ -214,3 +215,26 @@ async def test_a_run_resumed_by_another_process_joins_its_trace_from_the_store(w
     assert again.parent is not None
     assert (again.context.trace_id, again.parent.span_id) == (spawn.context.trace_id, spawn.context.span_id)
     assert (again.attributes or {})["gen_ai.agent.id"] == child.id
+
+
+async def test_failures_mark_their_spans(workdir: Path) -> None:
+    def fn(req: ModelRequest) -> ModelResponse:
+        if len(req.messages) == 1:
+            return ModelResponse(tool_calls=[ToolCall("read_file", {"path": "missing.txt"})])
+        raise ValueError("the scripted model broke")
+
+    provider, exporter = memory_provider()
+    async with Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://",
+                       telemetry=TelemetryConfig(tracer_provider=provider)) as rt:
+        result = await rt.run("read it")
+        await rt.events_delivered()
+    assert result.outcome == "error"
+    spans = Spans(exporter.get_finished_spans())
+    tool = spans.one("execute_tool read_file")
+    assert (tool.status.status_code, (tool.attributes or {})["error.type"]) == (StatusCode.ERROR, "tool_error")
+    ok_chat, bad_chat = sorted(spans.named("chat function"), key=lambda s: s.start_time or 0)
+    assert ok_chat.status.status_code is StatusCode.UNSET
+    assert (bad_chat.status.status_code, bad_chat.status.description) == (
+        StatusCode.ERROR, "ValueError: the scripted model broke")
+    run = spans.one("invoke_agent general-purpose")
+    assert (run.status.status_code, (run.attributes or {})["error.type"]) == (StatusCode.ERROR, "error")
