@@ -12,6 +12,7 @@ SIGTERM / Ctrl-C stop it gracefully (the runs it was executing continue on the o
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -79,4 +80,7 @@ if __name__ == "__main__":  # python -m subagents.cli.worker_cmd (what `subagent
     from .main import cli, main
 
     cli.add_command(worker)  # also before cli/main.py lists it
-    sys.exit(main(["worker", *sys.argv[1:]]))
+    code = main(["worker", *sys.argv[1:]])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # no interpreter teardown: temporalio's core threads can crash it (temporalio/sdk-python#300)

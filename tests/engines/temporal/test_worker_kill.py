@@ -83,6 +83,7 @@ async def test_a_killed_worker_s_tree_finishes_on_another_worker(temporal_env: W
         runs = store.list_runs(root_id=run_id)
         assert len(runs) == N + 1
         assert {r.status for r in runs} == {"completed"}
+        assert {r.owner for r in runs} == {f"temporal:{target.task_queue}"}  # no process: the engine owns them
         assert sorted(r.result_text or "" for r in runs if r.parent_id == run_id) == sorted(
             f"done c{i}" for i in range(N))
         anns = store.announcements_of(parent_id=run_id)

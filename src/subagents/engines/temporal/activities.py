@@ -12,6 +12,9 @@ configured exactly as a local one:
   a failure is a tool error for the model, never an activity failure;
 - ``finish``: the final status, stats and (atomically) the announcement for a background child's parent.
 
+The runs are recorded with the owner ``temporal:<task queue>``: no process holds them (a worker may
+die, the workflow goes on elsewhere), so the local recovery must never adopt them.
+
 Every store write is idempotent (records and transcript entries are keyed; announcements by their
 key), so an activity that Temporal retries after a worker died writes the same rows again.
 """
@@ -64,8 +67,9 @@ def limits_from(d: dict[str, Any]) -> Limits:
 class AgentActivities:
     """The activities of one worker, bound to its runtime (see the module docstring)."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, owner: str = "temporal:subagents") -> None:
         self.rt = rt
+        self.owner = owner  # the runs' owner in the store: the Temporal engine, not this process
         self.mgr = rt.manager
         self._grants: OrderedDict[tuple[object, ...], Grant] = OrderedDict()
 
@@ -127,7 +131,7 @@ class AgentActivities:
             child_session_key=f"agent:{p.agent_type}:subagent:{p.run_id}",
             parent_id=p.parent_id, root_id=p.root_id, depth=p.depth, label=p.label, model=model_name,
             background=p.background, created_at=time.time(), system_prompt=p.system, limits=p.limits,
-            permission_mode=p.mode, runs=1))
+            permission_mode=p.mode, runs=1, owner=self.owner))
 
     # -- activities ---------------------------------------------------------------------------------
     @activity.defn(name="subagents.prepare")

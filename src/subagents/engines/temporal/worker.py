@@ -40,7 +40,8 @@ def build_worker(client: Client, rt: Runtime, task_queue: str, *, max_concurrent
     """A worker for ``task_queue`` whose activities run with ``rt``'s configuration."""
     restrictions = SandboxRestrictions.default.with_passthrough_modules("subagents")
     return Worker(
-        client, task_queue=task_queue, workflows=[AgentWorkflow], activities=AgentActivities(rt).activities(),
+        client, task_queue=task_queue, workflows=[AgentWorkflow],
+        activities=AgentActivities(rt, f"temporal:{task_queue}").activities(),
         workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
         max_concurrent_activities=max_concurrent,
         # a worker that died leaves its cached workflows: another one picks them up after this delay
