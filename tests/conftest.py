@@ -12,7 +12,9 @@ _BLOCKED = "http://127.0.0.1:9/"  # discard port: any accidental provider call f
 @pytest.fixture(autouse=True)
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SUBAGENTS_MODEL", "SUBAGENTS_MAX_THREADS",
-                "SUBAGENTS_MAX_DEPTH", "SUBAGENTS_STORE", "ANTHROPIC_AUTH_TOKEN", "SUBAGENTS_WHEN_FULL"):
+                "SUBAGENTS_MAX_DEPTH", "SUBAGENTS_STORE", "ANTHROPIC_AUTH_TOKEN", "SUBAGENTS_WHEN_FULL",
+                "SUBAGENTS_ENGINE", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "OTEL_SDK_DISABLED", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "OTEL_SERVICE_NAME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", _BLOCKED)
     monkeypatch.setenv("OPENAI_BASE_URL", _BLOCKED)

@@ -94,7 +94,7 @@ def test_environment_variables_come_from_the_table(project: tuple[Path, dict[str
     assert ENV_VARS == {
         "SUBAGENTS_MODEL": "model.default", "SUBAGENTS_MAX_THREADS": "agents.max_threads",
         "SUBAGENTS_WHEN_FULL": "agents.when_full",
-        "SUBAGENTS_MAX_DEPTH": "agents.max_depth", "SUBAGENTS_STORE": "store.url",
+        "SUBAGENTS_MAX_DEPTH": "agents.max_depth", "SUBAGENTS_STORE": "store.url", "SUBAGENTS_ENGINE": "engine.url",
         "SUBAGENTS_PERMISSION_MODE": "permissions.mode", "SUBAGENTS_SANDBOX": "sandbox.mode",
         "ANTHROPIC_API_KEY": "providers.anthropic.api_key", "OPENAI_API_KEY": "providers.openai.api_key",
         "OTEL_EXPORTER_OTLP_ENDPOINT": "telemetry.otlp_endpoint", "OTEL_SERVICE_NAME": "telemetry.service_name",

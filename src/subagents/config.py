@@ -121,6 +121,7 @@ class Settings:
     otlp_endpoint: str | None = _d("telemetry.otlp_endpoint")
     capture_content: bool = _d("telemetry.capture_content")
     telemetry_service_name: str = _d("telemetry.service_name")
+    engine_url: str | None = _d("engine.url")
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # [mcp.servers.NAME]: name -> mcp.McpServerConfig
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:

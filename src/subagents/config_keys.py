@@ -112,6 +112,10 @@ _FIXED: tuple[Key, ...] = (
     Key("store", "url", "string", None, "the run store: `sqlite:///<path>`, `postgresql://user@host/db` or `memory://`",
         env="SUBAGENTS_STORE",
         field="store_url", shown='"sqlite:///.subagents/state.db"'),
+    Key("engine", "url", "string", None,
+        "where agents run: unset, the local asyncio engine; `temporal://host:7233?namespace=default&task_queue="
+        "subagents`, Temporal workers (`subagents worker`; needs the `temporal` extra)",
+        env="SUBAGENTS_ENGINE", field="engine_url"),
     Key("store", "on_restart", _one_of("resume", "mark_interrupted"), "resume",
         "what happens to the runs a dead process left unfinished", field="on_restart"),
     Key("cleanup", "archive_after_minutes", "non-negative number", 60.0,

@@ -125,3 +125,23 @@ async def test_a_live_runtimes_runs_are_never_taken_while_its_lease_is_renewed(t
         done = await a.wait([h.id], timeout=10)
         assert done[h.id].text == "done by its owner"
     assert calls == [h.id]  # it ran once, in its owner
+
+
+async def test_runs_of_the_temporal_engine_are_never_adopted(tmp_path: Path) -> None:
+    """A run recorded by Temporal workers (owner ``temporal:<queue>``) has no lease: its workers own it, and a local
+    Runtime opening the same store leaves it alone."""
+    db = tmp_path / "state.db"
+    s = SQLiteStore(db)
+    try:
+        s.create_run(run("remote", "temporal:subagents"))
+        s.append_messages("remote", 0, [Message.user("keep going")])
+        s.flush()
+        assert not is_orphaned(s, run("remote", "temporal:subagents"), time.time() + 10_000)
+    finally:
+        s.close()
+    async with rt_for(db, lambda req: "adopted") as rt:
+        assert await rt.wait(["remote"], timeout=0.3) == {}
+        rt.store.flush()
+        rec = rt.store.get_run("remote")
+        assert rec is not None
+        assert (rec.owner, rec.status) == ("temporal:subagents", "running")

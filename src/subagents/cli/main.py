@@ -25,7 +25,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SIGTERM, EXIT_SIGHUP = 143, 129  # 128 + the signal's number, as shells report it
 
 #: command name -> "module:attribute"; a command module is imported only when it is used or listed.
-#: Groups still to come: chat, worker.
+#: Groups still to come: chat.
 COMMANDS: dict[str, str] = {
     "run": "subagents.cli.run:run",
     "demo": "subagents.cli.demo:demo",
@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "runs": "subagents.cli.runs:runs",
     "team": "subagents.cli.team_cmd:team",
     "serve": "subagents.cli.serve_cmd:serve",
+    "worker": "subagents.cli.worker_cmd:worker",
 }
 
 

@@ -85,6 +85,8 @@ def is_orphaned(store: Store, rec: RunRecord, now: float) -> bool:
     """Whether ``rec``'s owning runtime is gone: no lease, an expired one, or a process provably gone."""
     if rec.owner == store.owner:
         return False
+    if rec.owner.startswith("temporal:"):
+        return False  # the Temporal engine drives it (docs/scale-out.md): its workers own it, not a process
     lease = store.lease(rec.owner) if rec.owner else None
     return lease is None or lease.expires_at <= now or process_gone(lease.process)
 

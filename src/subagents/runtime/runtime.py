@@ -52,7 +52,7 @@ from .sweeper import Sweeper
 from .team_handle import Team
 from .teams import restore_teams, team_service
 from .waiting import wait_stored
-from .wiring import attach_mcp, build_authority, build_tracing
+from .wiring import attach_mcp, build_authority, build_tracing, run_remote
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
@@ -96,6 +96,7 @@ class Runtime:
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         telemetry: Any = None,
+        engine: str | None = None,
     ) -> None:
         root = Path(workdir)
         if not root.is_dir():
@@ -154,6 +155,8 @@ class Runtime:
         self.mcp: Any = attach_mcp(self.manager, self.workdir, policy, s, self.definitions.by_name.values())
         """The runtime's MCP servers (``None``: none configured); each starts with the first agent that may use it."""
         self.tracing: Any = build_tracing(telemetry, s, self.bus, self.store)
+        self.engine_url = engine if engine is not None else s.engine_url  # None: agents run in this process
+        self._remote: Any = None  # the Temporal engine's client, connected on first use
         """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
         self._sweeper_task: RunHandle[None] | None = None
@@ -220,7 +223,11 @@ class Runtime:
     # -- running --------------------------------------------------------------------------------
     async def run(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
                   model: Model | str | None = None) -> RunResult:
-        """Run a root agent to the end and return its result (limits stop it with partial work)."""
+        """Run a root agent to the end and return its result (limits stop it with partial work).
+
+        With ``engine="temporal://..."`` (or ``[engine] url``) the run goes to Temporal workers instead."""
+        if self.engine_url:
+            return await run_remote(self, prompt, agent, limits, model)
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
         return await self.manager.wait_one(node)
 
@@ -283,9 +290,12 @@ class Runtime:
             if p is None:
                 raise SpawnError(f"no agent with id or nickname {parent!r} to spawn under")
             parent_id = p.id
-        return self.manager.spawn(agent_type=agent_type, prompt=prompt, parent_id=parent_id, limits=limits,
+        node = self.manager.spawn(agent_type=agent_type, prompt=prompt, parent_id=parent_id, limits=limits,
                                   model=model, background=background, label=label, cleanup=cleanup,
                                   isolation=isolation)
+        if parent_id is None and self.tracing is not None:
+            self.tracing.adopt_caller(node.id)  # under the caller's current OpenTelemetry span, if any
+        return node
 
     async def send_input(self, agent_id: str, message: str) -> None:
         """Deliver ``message`` to a running agent at its next tool boundary."""

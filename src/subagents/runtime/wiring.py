@@ -23,11 +23,24 @@ from ..exceptions import ConfigError, UserError
 from ..models.base import AgentInfo
 from ..store.base import Store
 from .events import Event, EventBus
+from .result import RunResult
 
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["attach_mcp", "build_authority", "build_tracing"]
+__all__ = ["attach_mcp", "build_authority", "build_tracing", "run_remote"]
+
+
+async def run_remote(rt: Any, prompt: str, agent: str, limits: Any, model: Any) -> RunResult:
+    """``rt.run`` on the Temporal engine of ``rt.engine_url`` (its client is connected on first use)."""
+    from ..engines.temporal.client import TemporalEngine  # lazy: temporalio is the `temporal` extra
+
+    if model is not None and not isinstance(model, str):
+        raise UserError("with a Temporal engine, name the model by a string (the workers resolve it)")
+    if rt._remote is None:
+        rt._remote = await TemporalEngine.connect(rt.engine_url)
+    result: RunResult = await rt._remote.run(prompt, agent, limits=limits, model=model)
+    return result
 
 
 def attach_mcp(mgr: AgentManager, workdir: Path, policy: Any, s: Settings, definitions: Iterable[AgentDefinition]
