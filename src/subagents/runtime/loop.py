@@ -11,7 +11,8 @@ Contract of :meth:`AgentCore.run` (each step is one method below):
 4. Append the assistant message; add usage and cost to the budget and check ``max_tokens`` and
    ``max_cost_usd`` (spent + reserved for children).
 5. Decide: no tool calls → :class:`Final` (unless messages wait in the inbox: then they are
-   appended and the run goes on); else run the tools.
+   appended and the run goes on); else run the tools.  A run with an ``output`` (structured
+   results, :mod:`.structured`) ends only with a valid ``final_result`` call instead.
 6. Run the tool calls: consecutive parallel-safe calls (read-only and agent tools) concurrently,
    the others one by one, in order.  The registry enforces the fence and the argument schema;
    every failure is a tool error the model sees, never an exception.
@@ -40,6 +41,7 @@ from .inbox import Inbox
 from .limits import Budget, Limits
 from .result import RunResult
 from .status import Outcome, Status
+from .structured import FINAL_RESULT, REMINDER, Expectation
 
 __all__ = ["AgentCore", "CallGuard", "Final", "RunAgain", "Stopped", "TurnDecision"]
 
@@ -87,7 +89,8 @@ class AgentCore:
     __slots__ = (
         "_cost_known", "_deadline", "_deltas", "_held_at", "_holds", "_saved_when", "_stop_hooks", "budget", "bus",
         "cost", "ctx", "guard", "inbox",
-        "info", "last_text", "limits", "messages", "model", "on_message", "prices", "registry", "started", "system",
+        "info", "last_text", "limits", "messages", "model", "on_message", "output", "prices", "registry", "started",
+        "system",
         "system_prefix", "tool_calls", "turns", "usage",
     )
 
@@ -120,6 +123,7 @@ class AgentCore:
         self.prices = prices or BUILTIN_PRICES
         self.inbox = Inbox()
         self.guard: CallGuard | None = None
+        self.output: Expectation | None = None  # set by structured.attach: the run must end with final_result
         self._deadline: asyncio.Timeout | None = None
         self._holds = 0
         self._held_at = 0.0
@@ -136,6 +140,8 @@ class AgentCore:
         self.started = time.monotonic()
         self._deltas = False
         self._stop_hooks = 0
+        if self.output is not None:
+            self.output.reset()
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, kind: str, **data: object) -> None:
@@ -235,24 +241,48 @@ class AgentCore:
         stop = self._take_reply(response)
         if stop is not None:
             return stop
+        if self.output is not None:
+            return await self._structured(response)
         if not response.tool_calls:
             if self.inbox:
                 self._append(Message("user", self._drain_inbox()))
                 return RunAgain()
-            if self.guard is not None and self._stop_hooks < MAX_STOP_HOOK_TURNS:
-                reason = await self.guard.on_final(response.text, self._stop_hooks > 0)
-                if reason is not None:
-                    self._stop_hooks += 1
-                    self._append(Message.user(f"<stop-hook>\n{reason}\n</stop-hook>"))
-                    return RunAgain()
-            return Final(response.text)
+            return RunAgain() if await self._sent_back(response.text) else Final(response.text)
         await self._run_tools(self.messages[-1].content)
         return RunAgain()
+
+    async def _sent_back(self, text: str) -> bool:
+        """Stop / SubagentStop hooks may send the agent back to work (at most ``MAX_STOP_HOOK_TURNS`` in a row)."""
+        if self.guard is None or self._stop_hooks >= MAX_STOP_HOOK_TURNS:
+            return False
+        reason = await self.guard.on_final(text, self._stop_hooks > 0)
+        if reason is None:
+            return False
+        self._stop_hooks += 1
+        self._append(Message.user(f"<stop-hook>\n{reason}\n</stop-hook>"))
+        return True
+
+    async def _structured(self, r: ModelResponse) -> TurnDecision:
+        """Step 5 of a run that must end with a valid ``final_result`` call (see :mod:`.structured`)."""
+        out = self.output
+        assert out is not None
+        if not r.tool_calls:  # plain text is no result: read what waits in the inbox, or be told to call it
+            self._append(Message("user", self._drain_inbox()) if self.inbox else Message.user(REMINDER))
+            return RunAgain()
+        await self._run_tools(self.messages[-1].content)  # final_result is checked in _run_one
+        text = out.text
+        if text is None:
+            return RunAgain()
+        if any(type(b) is TextBlock for b in self.messages[-1].content) or await self._sent_back(text):
+            out.reset()  # messages arrived with the result, or a Stop hook objected: the agent goes on
+            return RunAgain()
+        return Final(text)
 
     async def _call_model(self) -> ModelResponse:
         on_text = self._on_delta if self.bus.active else None
         self._deltas = False
-        req = ModelRequest(self.info, self.system, self.messages, self.registry.specs(), on_text, self.system_prefix)
+        specs = self.registry.specs() if self.output is None else [*self.registry.specs(), self.output.spec.tool_spec]
+        req = ModelRequest(self.info, self.system, self.messages, specs, on_text, self.system_prefix)
         return await self.model.request(req)
 
     def _on_delta(self, delta: str) -> None:
@@ -325,9 +355,14 @@ class AgentCore:
             self.emit("tool_start", tool=b.name, call_id=b.id, arguments=b.arguments)
             t0 = time.perf_counter()
             token = CURRENT_CALL.set(b.id)
-        g = self.guard
+        g, out = self.guard, self.output
         try:
-            res = await (self.registry.execute(b, self.ctx) if g is None else g.run_call(b, self.registry, self.ctx))
+            if out is not None and b.name == FINAL_RESULT:
+                res = out.call(b)
+            elif g is None:
+                res = await self.registry.execute(b, self.ctx)
+            else:
+                res = await g.run_call(b, self.registry, self.ctx)
         finally:
             if token is not None:
                 CURRENT_CALL.reset(token)
@@ -348,10 +383,12 @@ class AgentCore:
         else:
             outcome, limit, error = decision.outcome, decision.limit, decision.error
             text, truncated = self.last_text, True
+        out = self.output
         return RunResult(
             id=i.id, nickname=i.nickname, agent=i.agent_type, status=status or outcome.status(),
             outcome=outcome, text=text, truncated=truncated, limit=limit, turns=self.turns,
             usage=self.usage, cost_usd=self.cost, duration_s=time.monotonic() - self.started, error=error,
             tool_calls=self.tool_calls, parent_id=i.parent_id, depth=i.depth,
+            output=out.accepted if out is not None and isinstance(decision, Final) else None,
         )
 

@@ -1,0 +1,160 @@
+"""Structured results: a run that must end with a value that validates against a schema.
+
+``rt.run(..., output_type=Model)`` (any class with pydantic's ``model_json_schema`` and
+``model_validate``, so pydantic stays optional) and ``spawn_agent(..., output_schema={...})`` (a
+JSON schema, checked and compiled by :mod:`subagents.tools.validation`) give the agent one more
+tool, ``final_result``, whose parameters are that schema.  The loop (:mod:`.loop`) then ends the
+run only when ``final_result`` is called with arguments that validate:
+
+- invalid arguments: a tool error saying why; the model tries again (each try is a turn, so
+  ``max_turns`` bounds the retries);
+- plain text with no tool call: a user message tells it to call ``final_result`` (a turn too);
+- valid: the run ends; its ``text`` is the result as JSON (what a parent receives) and
+  ``RunResult.output`` the validated value (the model object, or the JSON value).
+
+A schema that is not an object schema (``{"type": "array", ...}``) is wrapped as the property
+``result`` of an object (tool arguments are always an object) and unwrapped again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..exceptions import DefinitionError, UserError
+from ..messages import ToolResultBlock, ToolUseBlock
+from ..models.base import INVALID_ARGUMENTS_KEY, ToolSpec
+from ..tools.validation import check_schema, validate
+
+__all__ = ["FINAL_RESULT", "Expectation", "OutputSpec", "attach", "output_spec"]
+
+FINAL_RESULT = "final_result"
+"""The name of the tool a structured run ends with."""
+
+_DESCRIPTION = ("Give your final result. Call this exactly once, when your work is done, with the result as the "
+                "arguments; it ends your run and the caller receives the arguments as JSON. If it reports an "
+                "error, fix the arguments and call it again.")
+INSTRUCTION = ("\n\nThis task needs a structured result: when you are done, call the `final_result` tool with your "
+               "result as its arguments (they must match its schema). Do not end with plain text; only a valid "
+               "`final_result` call ends your run.")
+"""Appended to the system prompt of an agent that must end with ``final_result``."""
+REMINDER = ("You ended without calling `final_result`. Your run ends only with a `final_result` call whose arguments "
+            "match its schema: call `final_result` now with your result.")
+"""The user message an agent gets when it answers with plain text instead of calling ``final_result``."""
+
+
+class OutputSpec:
+    """What a structured run must end with: the ``final_result`` tool's schema and how to check a call.
+
+    Build one with :meth:`from_type` (a pydantic-like model class) or :meth:`from_schema` (a JSON
+    schema); :meth:`check` validates a call's arguments.
+    """
+
+    __slots__ = ("model_type", "schema", "tool_spec", "wrapped")
+
+    def __init__(self, schema: Mapping[str, Any], *, model_type: Any = None) -> None:
+        wrapped = schema.get("type") != "object"
+        params: dict[str, Any] = ({"type": "object", "properties": {"result": dict(schema)}, "required": ["result"],
+                                   "additionalProperties": False} if wrapped else dict(schema))
+        try:
+            check_schema(params, tool=FINAL_RESULT)
+            err = validate({}, params)  # compiles it now: a schema fastjsonschema refuses is refused here
+        except DefinitionError as e:
+            raise UserError(f"the output schema is not a usable JSON schema: {e}") from None
+        if err is not None and err.startswith("the tool cannot be called"):
+            raise UserError(f"the output schema is not a usable JSON schema: {err.split(': ', 2)[-1]}")
+        self.schema = params
+        self.wrapped = wrapped
+        self.model_type = model_type
+        self.tool_spec = ToolSpec(FINAL_RESULT, _DESCRIPTION, params)
+
+    @classmethod
+    def from_type(cls, output_type: Any) -> OutputSpec:
+        """The spec of a model class: pydantic's ``BaseModel``, or any class with ``model_json_schema`` and
+        ``model_validate``."""
+        make = getattr(output_type, "model_json_schema", None)
+        if not callable(make) or not callable(getattr(output_type, "model_validate", None)):
+            raise UserError(f"output_type must be a pydantic model class (with model_json_schema and model_validate), "
+                            f"got {output_type!r}; or pass a JSON schema with output_schema")
+        schema = make()
+        if not isinstance(schema, Mapping):
+            raise UserError(f"{output_type!r}.model_json_schema() did not return a JSON schema (a dict)")
+        return cls(schema, model_type=output_type)
+
+    @classmethod
+    def from_schema(cls, schema: Any) -> OutputSpec:
+        """The spec of a JSON schema (a dict); a bad schema is a :class:`UserError` saying what is wrong."""
+        if not isinstance(schema, Mapping) or not schema:
+            raise UserError(f"output_schema must be a JSON schema object such as {{\"type\": \"object\", "
+                            f"\"properties\": {{...}}}}, got {schema!r}")
+        return cls(schema)
+
+    def check(self, arguments: Any) -> tuple[Any, str] | str:
+        """``(value, value as JSON)`` when ``arguments`` validate, else what is wrong, as a sentence for the model."""
+        if not isinstance(arguments, dict):
+            return "the arguments of final_result must be a JSON object; call it again with your result"
+        if INVALID_ARGUMENTS_KEY in arguments:
+            raw = str(arguments[INVALID_ARGUMENTS_KEY])[:500]
+            return f"the arguments of final_result were not valid JSON: {raw!r}; resend them as one JSON object"
+        if self.model_type is not None:
+            return self._check_model(arguments)
+        err = validate(arguments, self.schema, "result" if not self.wrapped else "arguments")
+        if err is not None:
+            return f"the result does not match the schema: {err}. Fix it and call final_result again."
+        value = arguments["result"] if self.wrapped else arguments
+        return value, json.dumps(value, ensure_ascii=False)
+
+    def _check_model(self, arguments: dict[str, Any]) -> tuple[Any, str] | str:
+        try:
+            obj = self.model_type.model_validate(arguments)
+        except (ValueError, TypeError) as e:  # pydantic's ValidationError is a ValueError
+            return f"the result does not match the schema: {e}\nFix it and call final_result again."
+        dump = getattr(obj, "model_dump_json", None)
+        text = dump() if callable(dump) else json.dumps(arguments, ensure_ascii=False)
+        return obj, str(text)
+
+
+def output_spec(output_type: Any = None, output_schema: Any = None) -> OutputSpec | None:
+    """The spec for ``output_type`` or ``output_schema`` (at most one), ``None`` for neither.
+
+    A bad one raises :class:`UserError` saying what is wrong (before any run is created)."""
+    if output_type is not None and output_schema is not None:
+        raise UserError("give output_type or output_schema, not both")
+    if output_type is not None:
+        return OutputSpec.from_type(output_type)
+    if output_schema is not None:
+        return OutputSpec.from_schema(output_schema)
+    return None
+
+
+class Expectation:
+    """One agent's structured-result state: its spec and the value accepted so far (``None``: not yet)."""
+
+    __slots__ = ("accepted", "spec", "text")
+
+    def __init__(self, spec: OutputSpec) -> None:
+        self.spec = spec
+        self.accepted: Any = None
+        self.text: str | None = None
+
+    def reset(self) -> None:
+        """Forget an accepted value (a new run, or a Stop hook sent the agent back to work)."""
+        self.accepted, self.text = None, None
+
+    def call(self, b: ToolUseBlock) -> ToolResultBlock:
+        """Run a ``final_result`` call: accept a valid result, or return the tool error the model sees."""
+        verdict = self.spec.check(b.arguments)
+        if isinstance(verdict, str):
+            return ToolResultBlock(b.id, verdict, is_error=True)
+        self.accepted, self.text = verdict
+        return ToolResultBlock(b.id, "Result accepted; your run ends here.")
+
+
+def attach(core: Any, spec: OutputSpec | None) -> None:
+    """Make ``core`` (an :class:`~.loop.AgentCore` not yet started) end with a valid ``final_result`` call."""
+    if spec is None:
+        return
+    core.output = Expectation(spec)
+    if INSTRUCTION not in core.system:
+        core.system = core.system + INSTRUCTION
