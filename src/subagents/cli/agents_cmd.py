@@ -25,6 +25,37 @@ def _load() -> DefinitionSet:
         return load_definitions(workdir().resolve())
 
 
+def _known_tools() -> tuple[set[str], set[str] | None]:
+    """The names of the runtime's tools, and the configured MCP servers (``None``: the config is unreadable)."""
+    from ..config import load_settings
+    from ..exceptions import ConfigError
+    from ..mcp.config import project_servers
+    from ..tools.agents import AGENT_TOOLS
+    from ..tools.builtin import builtin_tools
+    from ..tools.team import TEAM_TOOLS
+
+    names = {t.name for t in (*builtin_tools(), *AGENT_TOOLS, *TEAM_TOOLS)}
+    try:
+        cwd = workdir().resolve()
+        servers: set[str] | None = set(project_servers(cwd, settings_servers=load_settings(cwd).mcp_servers))
+    except (ConfigError, OSError):
+        servers = None  # the run reports a broken config itself; here only the MCP names go unchecked
+    return names, servers
+
+
+def _warn(defs: DefinitionSet, names: list[str]) -> None:
+    """The loading warnings, then one line per definition that lists tools it cannot have."""
+    from ..definitions.toolcheck import tool_warning
+
+    for w in defs.warnings:
+        click.echo(f"warning: {w}", err=True)
+    known, servers = _known_tools()
+    for name in names:
+        msg = tool_warning(defs.by_name[name], known, mcp_servers=servers)
+        if msg:
+            click.echo(f"warning: {msg}", err=True)
+
+
 @click.group()
 def agents() -> None:
     """Inspect agent definitions (built-in, project, user, extensions)."""
@@ -36,8 +67,7 @@ def agents() -> None:
 def list_(as_json: bool) -> int:
     """List every agent type with its source and the definitions it shadows."""
     defs = _load()
-    for w in defs.warnings:
-        click.echo(f"warning: {w}", err=True)
+    _warn(defs, defs.names())
     if as_json:
         click.echo(json.dumps([{**d.to_dict(), "shadows": [s.source for s in defs.shadowed.get(d.name, [])]}
                                for d in (defs.by_name[n] for n in defs.names())], indent=2))
@@ -63,8 +93,7 @@ def list_(as_json: bool) -> int:
 def show(name: str) -> int:
     """Print one resolved definition: its keys and its system prompt."""
     defs = _load()
-    for w in defs.warnings:
-        click.echo(f"warning: {w}", err=True)
+    _warn(defs, [name] if name in defs else [])
     d = defs.get(name)  # DefinitionError (a UserError) -> exit 2 with the known types
     for key, value in d.to_dict().items():
         if key != "system_prompt" and value not in (None, [], ""):

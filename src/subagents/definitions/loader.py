@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import DefinitionError
+from .frontmatter import FrontMatterError, load_front_matter
 from .model import MODEL_ALIASES, AgentDefinition
 
 __all__ = ["DefinitionSet", "load_definitions", "parse_definition", "parse_definition_file"]
@@ -47,6 +48,7 @@ _TOOL_ALIASES = {
     # Claude Code's agent-team tools (issue 14); TaskCreate/TaskUpdate are its team board's
     "teamcreate": "team_create", "teamdelete": "team_delete", "taskcreate": "task_create", "tasklist": "task_list",
     "taskget": "task_get", "taskupdate": "task_update", "sendmessage": "send_message",
+    "webfetch": "web_fetch",
 }
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
@@ -133,20 +135,32 @@ def parse_definition(meta: dict[str, Any], body: str, *, source: str, default_na
     return d
 
 
-def parse_definition_file(path: Path, *, level: str = "project") -> AgentDefinition:
-    """Parse one Markdown file with YAML front matter; :class:`DefinitionError` names the file."""
-    import yaml  # lazy: only when definition files are read
+def parse_definition_file(path: Path, *, level: str = "project", warnings: list[str] | None = None
+                          ) -> AgentDefinition:
+    """Parse one Markdown file with YAML front matter; :class:`DefinitionError` names the file.
 
+    Front matter strict YAML rejects is read leniently (plain ``key: value`` lines, see
+    :mod:`subagents.definitions.frontmatter`); then one warning naming the file and its lines is
+    appended to ``warnings`` (and logged when ``warnings`` is ``None``).
+    """
     text = path.read_text(encoding="utf-8")
     m = _FRONT.match(text)
     if m is None:
         raise DefinitionError(f"{path}: no YAML front matter; start the file with '---', the keys, and '---'")
     try:
-        meta = yaml.safe_load(m.group(1)) or {}
-    except yaml.YAMLError as e:
-        raise DefinitionError(f"{path}: invalid YAML front matter: {e}") from None
-    if not isinstance(meta, dict):
-        raise DefinitionError(f"{path}: the front matter must be a mapping of keys to values")
+        meta, lenient = load_front_matter(m.group(1), first_line=2)  # line 1 is the opening '---'
+    except FrontMatterError as e:
+        raise DefinitionError(f"{path}: {e}") from None
+    if lenient:
+        lines = ", ".join(map(str, lenient))
+        many = len(lenient) > 1
+        msg = (f"{path}: front matter line{'s' if many else ''} {lines} {'are' if many else 'is'} not valid YAML "
+               "(an unquoted ': ' inside a value?) and was read as plain 'key: value' text; quote the value "
+               "to silence this warning")
+        if warnings is None:
+            _log_warning(msg)
+        else:
+            warnings.append(msg)
     source = "builtin" if level == "builtin" else f"{level}:{path}"
     return parse_definition(meta, m.group(2), source=source, default_name=path.stem)
 
@@ -156,7 +170,11 @@ def _load_dir(out: DefinitionSet, directory: Path, level: str) -> None:
         return
     for path in sorted(directory.glob("*.md")):
         try:
-            out.add(parse_definition_file(path, level=level))
+            found: list[str] = []
+            out.add(parse_definition_file(path, level=level, warnings=found))
+            for w in found:
+                out.warnings.append(w)
+                _log_warning(w)
         except (DefinitionError, OSError, UnicodeDecodeError) as e:
             msg = str(e) if str(path) in str(e) else f"{path}: {e}"
             out.warnings.append(f"skipped agent definition {msg}")

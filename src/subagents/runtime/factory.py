@@ -15,11 +15,13 @@ What was narrowed is returned as notes, so the spawn tool's result can tell the 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..authority.permissions import MODE_PROMPTS, narrow_mode
 from ..definitions.model import AgentDefinition
+from ..definitions.toolcheck import no_usable_tool, tool_warning, unknown_tools
 from ..exceptions import ConfigError, SpawnError
 from ..messages import Usage
 from ..models.base import Model
@@ -75,8 +77,8 @@ class Grant:
 class AgentFactory:
     """Computes fences (cached per type, depth class and parent fence) and layered system prompts."""
 
-    __slots__ = ("_limits", "_models", "_prompts", "_registries", "_resolve", "max_depth", "model", "overrides",
-                 "runtime_mode", "spawn_tools", "tools", "workdir")
+    __slots__ = ("_checked", "_limits", "_models", "_prompts", "_registries", "_resolve", "max_depth", "mcp_servers",
+                 "model", "overrides", "runtime_mode", "spawn_tools", "tools", "workdir")
 
     def __init__(self, tools: Sequence[Tool], *, max_depth: int, runtime_mode: str, workdir: str,
                  model: Model | None = None, resolve_model: Callable[[str], Model] | None = None) -> None:
@@ -92,6 +94,10 @@ class AgentFactory:
         self._registries: dict[tuple[str, bool, bool, int], tuple[ToolRegistry, tuple[str, ...], object]] = {}
         self._prompts: dict[tuple[object, ...], str] = {}
         self._limits: dict[tuple[object, ...], Limits] = {}
+        # the configured MCP servers' names (``None``: unknown, then ``mcp__*`` tool names are not checked)
+        self.mcp_servers: frozenset[str] | None = None
+        # (type, id(definition)) -> unknown tool names, and the definition (kept alive: its id is not reused)
+        self._checked: dict[tuple[str, int], tuple[tuple[str, ...], AgentDefinition]] = {}
 
     def model_for(self, d: AgentDefinition, parent_model: Model | None, override: Model | str | None) -> Model:
         """The spawn argument > the runtime's override for the type > the definition's > the parent's > the default."""
@@ -129,8 +135,11 @@ class AgentFactory:
     def authority(self, d: AgentDefinition, parent_mode: str | None, parent_registry: ToolRegistry | None,
                   depth: int) -> Grant:
         """The mode and fence of a new agent of type ``d`` (``parent_*`` ``None`` for a root)."""
+        unknown = self.check_tools(d)
         mode, note = narrow_mode(parent_mode or self.runtime_mode, d.permission_mode)
         registry, notes = self._registry(d, parent_registry, depth >= self.max_depth, mode == "plan")
+        if unknown:
+            notes = (*notes, f"tools its definition lists that do not exist here were left out: {', '.join(unknown)}")
         if parent_mode == "plan":
             editing = [n for n, t in registry.allowed.items() if t.category is ToolCategory.EDIT]
             if editing:
@@ -139,6 +148,29 @@ class AgentFactory:
                     "mode 'plan' may spawn only read-only agent types (such as explore or plan); pick one of "
                     "those, or do the reading yourself")
         return Grant(mode, registry, [note, *notes] if note else list(notes))
+
+    def check_tools(self, d: AgentDefinition) -> tuple[str, ...]:
+        """The names in ``d``'s tool lists that name no tool here; warns once per definition, and raises
+        :class:`SpawnError` when ``d`` lists tools and none of them exists (not a silent tool-less agent)."""
+        key = (d.name, id(d))
+        hit = self._checked.get(key)
+        if hit is not None:
+            unknown = hit[0]
+        else:
+            known = {t.name for t in self.tools}
+            missing = unknown_tools(d, known, mcp_servers=self.mcp_servers)
+            unknown = tuple(n for n, _ in missing)
+            warning = tool_warning(d, known, mcp_servers=self.mcp_servers) if missing else None
+            if warning:
+                logging.getLogger("subagents.runtime").warning("%s", warning)
+            self._checked[key] = (unknown, d)
+        if unknown and no_usable_tool(d, unknown):
+            have = ", ".join(sorted(t.name for t in self.tools)) or "none"
+            raise SpawnError(
+                f"agent type {d.name!r} ({d.source}) has no usable tool: its definition lists "
+                f"{', '.join(d.tools or ())}, and none of them exists here (tools here: {have}). "
+                "Fix its 'tools:' line, or remove it to give the agent every tool")
+        return unknown
 
     def _registry(self, d: AgentDefinition, parent: ToolRegistry | None, at_max_depth: bool, plan: bool
                   ) -> tuple[ToolRegistry, tuple[str, ...]]:

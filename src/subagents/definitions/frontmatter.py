@@ -1,0 +1,106 @@
+"""Front matter as its authors meant it: strict YAML first, then a lenient reading of plain ``key: value`` lines.
+
+Agent files written for Claude Code often hold an unquoted ``: `` inside a one-line value
+(``description: Use when: 'GDPR', ...``), which strict YAML rejects ("mapping values are not allowed
+here").  When the whole block fails, :func:`load_front_matter` reads it key by key: each top-level
+``key:`` line with the indented or ``- item`` lines below it is parsed as YAML on its own, and a key
+whose plain value YAML still rejects keeps the raw text as a string (a broken ``[list`` or quoted
+string stays an error).  Lists in ``[a, b]`` or ``- a`` form
+stay lists.  The lines read leniently are returned so the caller can warn once, naming them.
+
+>>> meta, lenient = load_front_matter("name: a\\ndescription: Use when: 'GDPR', audits\\ntools: [Read, Grep]")
+>>> meta["description"], meta["tools"], lenient
+("Use when: 'GDPR', audits", ['Read', 'Grep'], [2])
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["FrontMatterError", "load_front_matter"]
+
+_NOT_PLAIN = frozenset("[{\"'|>&*!%@`")  # a value starting so is not a plain scalar: no lenient reading
+_KEY_LINE = re.compile(r"\A([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]+(.*))?\Z")
+
+
+class FrontMatterError(ValueError):
+    """The front matter is neither valid YAML nor plain ``key: value`` lines (the message says where)."""
+
+
+def load_front_matter(text: str, *, first_line: int = 1) -> tuple[dict[str, Any], list[int]]:
+    """The front matter's keys and the lines that only the lenient reading accepted (``text`` starts on the
+    file's line ``first_line``; the numbers in errors count the same way).
+
+    Raises :class:`FrontMatterError` when neither reading makes sense of it, or it is not a mapping.
+    """
+    import yaml  # lazy: only when definition files are read
+
+    try:
+        meta = yaml.safe_load(text)
+    except yaml.YAMLError as strict:
+        return _lenient(text, str(strict).splitlines()[0], first_line)
+    if meta is None:
+        return {}, []
+    if not isinstance(meta, dict):
+        raise FrontMatterError("the front matter must be a mapping of keys to values (key: value lines)")
+    return meta, []
+
+
+def _blocks(text: str, strict: str, first_line: int) -> list[tuple[int, str, list[str]]]:
+    """Top-level ``key:`` lines (line number, key, first value) with their continuation lines."""
+    blocks: list[tuple[int, str, list[str]]] = []
+    for n, raw in enumerate(text.splitlines(), first_line):
+        line = raw.rstrip("\r")
+        if line.startswith("#"):
+            continue  # a comment line
+        if not line.strip():
+            if blocks:
+                blocks[-1][2].append("")
+            continue
+        if line[0] in " \t" or line.startswith("- "):
+            if not blocks:
+                raise FrontMatterError(f"invalid YAML front matter: line {n}: {strict}")
+            blocks[-1][2].append(line)
+            continue
+        m = _KEY_LINE.match(line)
+        if m is None:
+            raise FrontMatterError(f"invalid YAML front matter: line {n} is not a 'key: value' line "
+                                   f"({line[:60]!r}); strict YAML said: {strict}")
+        blocks.append((n, m.group(1), [m.group(2) or ""]))
+    return blocks
+
+
+def _lenient(text: str, strict: str, first_line: int) -> tuple[dict[str, Any], list[int]]:
+    import yaml
+
+    meta: dict[str, Any] = {}
+    lenient: list[int] = []
+    for n, key, lines in _blocks(text, strict, first_line):
+        while lines and not lines[-1].strip():
+            lines.pop()
+        try:
+            value = yaml.safe_load(f"{key}: " + "\n".join(lines))
+            if not isinstance(value, dict) or key not in value:
+                raise yaml.YAMLError("not a single key")
+            meta[key] = value[key]
+        except yaml.YAMLError:
+            if lines[0].lstrip()[:1] in _NOT_PLAIN:  # a broken flow list, quoted string, block scalar...
+                raise FrontMatterError(f"invalid YAML front matter: line {n}: {strict}") from None
+            lenient.append(n)
+            meta[key] = _raw(lines)
+    return meta, lenient
+
+
+def _raw(lines: list[str]) -> Any:
+    """A value strict YAML rejected: ``- a`` lines as a list, else the text (folded, outer quotes removed)."""
+    rest = [ln.strip() for ln in lines[1:] if ln.strip()]
+    if not lines[0].strip() and rest and all(ln.startswith("- ") for ln in rest):
+        return [_unquote(ln[2:].strip()) for ln in rest]
+    return _unquote(" ".join(ln.strip() for ln in lines if ln.strip()))
+
+
+def _unquote(s: str) -> str:
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return s[1:-1]
+    return s
