@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 class Setup:
     def __init__(self, engine: TemporalEngine, store_url: str, marks: Path) -> None:
         self.engine, self.store_url, self.marks = engine, store_url, marks
+        self.url = ""
 
     def marks_seen(self) -> list[str]:
         return self.marks.read_text().split() if self.marks.exists() else []
@@ -42,11 +43,12 @@ async def setup(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path
     store_url = f"sqlite:///{tmp_path / 'state.db'}"
     rt = Runtime(model=model, workdir=workdir, store=store_url, tools=[mark, nap], permission_mode="yolo")
     queue = f"q-{uuid.uuid4()}"
-    target = TemporalTarget("unused", "default", queue)
+    target = TemporalTarget(temporal_env.client.service_client.config.target_host, "default", queue)
     try:
         async with build_worker(temporal_env.client, rt, queue):
-            yield Setup(TemporalEngine(temporal_env.client, target, ActivityOptions(max_attempts=2)), store_url,
-                        marks)
+            s = Setup(TemporalEngine(temporal_env.client, target, ActivityOptions(max_attempts=2)), store_url, marks)
+            s.url = target.url
+            yield s
     finally:
         await rt.aclose()
 
@@ -73,6 +75,16 @@ async def test_a_root_with_a_tool_call_and_a_foreground_child(setup: Setup) -> N
     finally:
         store.close()
     assert await setup.engine.status(result.id) == "completed"
+
+
+async def test_runtime_run_goes_to_the_workers_with_an_engine_url(setup: Setup, workdir: Path) -> None:
+    rt = Runtime(model=model, workdir=workdir, store=setup.store_url, engine=setup.url)
+    try:
+        result = await rt.run("do it", limits=Limits(max_turns=10))
+        assert (result.status, result.text) == ("completed", "root got: done kid")
+        assert rt.status(result.id) == "completed"  # from the store the workers wrote
+    finally:
+        await rt.aclose()
 
 
 async def test_background_children_are_announced_once(setup: Setup) -> None:

@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 from ...exceptions import SpawnError, UserError
 from ...limits import Limits
 from ...runtime.result import RunResult
+from .connection import connect
 from .shapes import WORKFLOW_NAME, ActivityOptions, AgentJob, AgentOutcome, AgentStart
 from .target import TemporalTarget
 
@@ -43,8 +44,6 @@ class TemporalEngine:
     @classmethod
     async def connect(cls, url: str, options: ActivityOptions | None = None) -> TemporalEngine:
         """Connect to the server of the engine URL ``temporal://host:port?namespace=...&task_queue=...``."""
-        from .worker import connect
-
         target = TemporalTarget.parse(url)
         return cls(await connect(target), target, options)
 

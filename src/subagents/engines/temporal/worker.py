@@ -19,21 +19,11 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from ...models.base import Model
 from ...runtime.runtime import Runtime
 from .activities import AgentActivities
+from .connection import connect
 from .target import TemporalTarget
 from .workflow import AgentWorkflow
 
-__all__ = ["build_worker", "connect", "serve"]
-
-
-async def connect(target: TemporalTarget) -> Client:
-    """A client of the server at ``target`` (a clear error when nothing answers there)."""
-    from ...exceptions import ConfigError
-
-    try:
-        return await Client.connect(target.address, namespace=target.namespace)
-    except RuntimeError as e:
-        raise ConfigError(f"cannot reach the Temporal server at {target.address} ({e}); start one "
-                          "(temporal server start-dev) or fix the engine URL") from None
+__all__ = ["build_worker", "serve"]
 
 
 def build_worker(client: Client, rt: Runtime, task_queue: str, *, max_concurrent: int = 100) -> Worker:
