@@ -27,3 +27,20 @@ def test_import_paths_name_a_model_or_fail_clearly() -> None:
         load_object("nothing", "--model")
     with pytest.raises(ConfigError, match=r"module 'engines\.temporal\.scripts' has no attribute 'nope'"):
         load_object("engines.temporal.scripts:nope", "--model")
+
+
+def test_the_worker_command_without_an_engine_url_says_what_to_do(workdir: object,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from subagents.cli.main import main
+
+    assert main(["worker", "--workdir", str(workdir)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: no engine URL: pass --engine temporal://host:7233?task_queue=subagents or set [engine] url in "
+        ".subagents/config.toml")
+
+
+def test_the_worker_command_refuses_a_bad_engine_url(workdir: object, capsys: pytest.CaptureFixture[str]) -> None:
+    from subagents.cli.main import main
+
+    assert main(["worker", "--workdir", str(workdir), "--engine", "http://x:1"]) == 2
+    assert "is not a Temporal address; write it as temporal://host:7233" in capsys.readouterr().err
