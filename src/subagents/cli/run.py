@@ -53,6 +53,9 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
         allow: tuple[str, ...], deny: tuple[str, ...], sandbox_mode: str | None) -> int:
     """Run PROMPT with one agent and print its final answer.
 
+    An answer that is exactly NO_REPLY (the agent chose to say nothing, e.g. to a background
+    sub-agent's announcement) prints nothing; the stats still go to stderr.
+
     PROMPT '-' reads the prompt from stdin (subagents run - < task.md); --prompt-file PATH reads it
     from a file.
 
@@ -194,13 +197,14 @@ def _stderr_line(line: str) -> None:
 
 
 def _report(result: RunResult, as_json: bool, tree: Sequence[RunResult] = ()) -> int:
+    """Print the answer on stdout (nothing for a silent ``NO_REPLY`` answer), the stats on stderr."""
     ok = str(result.outcome) == "ok"
     if not as_json:
-        if result.text:
+        if result.text and not result.silent:
             click.echo(result.text)
         click.echo(result.stats_line(tree), err=True)
         if not ok:
             why = result.error or (f"limit {result.limit}" if result.limit else str(result.outcome))
-            partial = " (the partial answer is above)" if result.text else ""
+            partial = " (the partial answer is above)" if result.text and not result.silent else ""
             click.echo(f"run stopped: outcome {result.outcome}: {why}{partial}", err=True)
     return 0 if ok else 1

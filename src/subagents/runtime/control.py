@@ -7,12 +7,14 @@ model sees: compressed results, wait summaries, the agent list.  Refusals become
 from __future__ import annotations
 
 import json
+import math
 import weakref
 from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING
 
 from ..exceptions import SpawnError, ToolError
 from ..tools.control import TeamControl
+from .limits import Limits
 from .node import AgentNode
 from .prompts import compressed_result
 from .recovery import adopt_children
@@ -28,6 +30,41 @@ WAIT_BUDGET = 45_000
 
 _js = encode_basestring_ascii  # a str as json.dumps writes it
 _BACKGROUND_NOTE = _js("runs in the background; its result will be announced to you, or collect it with wait")
+
+
+LABEL_MAX = 200
+"""Characters of a ``spawn_agent`` label (it names the task in announcements and listings)."""
+
+
+def _label(label: str | None) -> str | None:
+    if label is None:
+        return None
+    if not isinstance(label, str):
+        raise ToolError(f"label must be a short text, got {type(label).__name__}; e.g. label='scan the tests'")
+    one_line = " ".join(label.split())
+    if not one_line:
+        return None
+    if len(one_line) > LABEL_MAX:
+        raise ToolError(f"label is {len(one_line)} characters; keep it under {LABEL_MAX} (a few words naming the "
+                        "task; the task itself goes in prompt)")
+    return one_line
+
+
+def _cleanup(cleanup: str | None) -> str:
+    if cleanup is None:
+        return "keep"
+    if cleanup not in ("keep", "delete"):
+        raise ToolError(f"cleanup must be 'keep' (the run's record and transcript are archived later) or 'delete' "
+                        f"(removed once its result was delivered), got {cleanup!r}")
+    return cleanup
+
+
+def _run_timeout(seconds: object) -> float:
+    ok = isinstance(seconds, int | float) and not isinstance(seconds, bool) and math.isfinite(seconds) and seconds > 0
+    if not ok:
+        raise ToolError(f"run_timeout_s must be a positive number of seconds, got {seconds!r}; "
+                        "e.g. run_timeout_s=300 stops the sub-agent after five minutes with its partial work")
+    return float(seconds)  # type: ignore[arg-type]
 
 
 class ManagerControl:
@@ -72,16 +109,20 @@ class ManagerControl:
                         "you can only steer agents you spawned (or their descendants)")
 
     async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
-                          background: bool, model: str | None, isolation: str | None = None) -> str:
+                          background: bool | None, model: str | None, isolation: str | None = None, *,
+                          label: str | None = None, cleanup: str | None = None,
+                          run_timeout_s: float | None = None) -> str:
         caller = self._caller(caller_id)
         if model is not None and "@" in model:
             raise ToolError(f"model {model!r} names a server: an agent may choose a model, not where the runtime "
                             "sends the request (and the API key). Pass the model name alone, e.g. "
                             f"{model.split('@', 1)[0]!r}; a server is configured by the user in [providers.*] "
                             "base_url or an agent definition")
+        limits = Limits(timeout_s=_run_timeout(run_timeout_s)) if run_timeout_s is not None else None
         try:
             node = self.mgr.spawn(agent_type=agent_type, prompt=prompt, parent_id=caller.id,
-                                  description=description, background=background, model=model, isolation=isolation)
+                                  description=description, background=background, model=model, isolation=isolation,
+                                  label=_label(label), cleanup=_cleanup(cleanup), limits=limits)
         except SpawnError as e:
             raise ToolError(str(e)) from None
         if node.background:

@@ -1,10 +1,15 @@
 """``Announcements``: how a background child's result reaches its parent (seed 003's announce flow).
 
 When a background child ends, the manager records an announcement (with the child's final status,
-atomically) and hands it here:
+atomically; its text is seed 003's trigger message, :func:`~.result.trigger_message`) and hands it here:
 
-- the parent is running -> injected into its inbox, delivered at its next tool boundary ("steer");
-- otherwise -> kept as a follow-up, delivered first when the parent is resumed.
+- the parent is running and ``[announce] steer`` is on (the default) -> injected into its inbox,
+  delivered at its next tool boundary ("steer");
+- the parent is running and steering is off -> queued in its inbox as a follow-up: it waits for the
+  end of the parent's turn and is then given as one more user turn ("followup");
+- the parent is not running -> kept as a follow-up, delivered first when the parent is resumed.
+
+The parent may answer a follow-up with ``NO_REPLY``; such a reply is silent (:attr:`.RunResult.silent`).
 
 An announcement counts as delivered when the message that carries it is recorded (the
 :class:`~.recorder.Recorder` acks it with that message), so a crash never loses or repeats one.
@@ -12,6 +17,8 @@ An announcement counts as delivered when the message that carries it is recorded
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ..store.base import AnnouncementRecord
 from .node import AgentNode
@@ -22,20 +29,32 @@ __all__ = ["Announcements"]
 
 
 class Announcements:
-    __slots__ = ("nodes", "recorder")
+    """Hands background children's announcements to their parents (see the module docstring)."""
 
-    def __init__(self, nodes: dict[str, AgentNode], recorder: Recorder) -> None:
+    __slots__ = ("nodes", "recorder", "settings")
+
+    def __init__(self, nodes: dict[str, AgentNode], recorder: Recorder, settings: Any = None) -> None:
         self.nodes = nodes
         self.recorder = recorder
+        self.settings = settings  # the manager's settings: ``announce_steer`` is read at each delivery
+
+    @property
+    def steer(self) -> bool:
+        """``[announce] steer``: inject into a running parent at its next tool boundary (else a follow-up)."""
+        return bool(getattr(self.settings, "announce_steer", True))
 
     def deliver(self, parent: AgentNode, ann: AnnouncementRecord) -> None:
-        """Inject at the parent's next tool boundary if it runs, else queue as a follow-up."""
-        running = parent.status is Status.RUNNING
-        if running:
-            parent.core.inbox.put(ann.text, key=f"ann:{ann.id}")
+        """Steer a running parent (next tool boundary), else queue as a follow-up turn (see the module docstring)."""
+        steer = False
+        if parent.status is Status.RUNNING:
+            steer = self.steer
+            if steer:
+                parent.core.inbox.put(ann.text, key=f"ann:{ann.id}")
+            else:
+                parent.core.inbox.put(ann.text, key=f"ann:{ann.id}", steer=False)
         else:
             parent.followups.append(ann)
-        self.recorder.emit(parent, "announcement", child_id=ann.child_id, mode="steer" if running else "followup")
+        self.recorder.emit(parent, "announcement", child_id=ann.child_id, mode="steer" if steer else "followup")
 
     def withdraw(self, parent: AgentNode, child_id: str) -> None:
         """``wait`` handed the parent this child's result: its announcement is delivered by that."""

@@ -9,7 +9,20 @@ from typing import Any
 from ..messages import Usage
 from .status import Outcome, Status
 
-__all__ = ["RunResult", "format_stats"]
+__all__ = ["NO_REPLY", "STATUS_LABELS", "RunResult", "announce_stats", "format_stats", "trigger_message"]
+
+NO_REPLY = "NO_REPLY"
+"""A reply that is exactly this (surrounding whitespace aside) is silent: nothing is shown to the user."""
+
+STATUS_LABELS: dict[Outcome, str] = {
+    Outcome.OK: "completed successfully",
+    Outcome.ERROR: "failed",
+    Outcome.LIMIT: "failed",
+    Outcome.TIMEOUT: "timed out",
+    Outcome.CANCELLED: "was cancelled",
+    Outcome.INTERRUPTED: "was cancelled",
+}
+"""The status label of seed 003's trigger message, by outcome."""
 
 
 @dataclass(slots=True)
@@ -18,6 +31,13 @@ class RunResult:
 
     ``text`` is the final answer, or the last assistant text when a limit, an error or a close
     stopped the run (then ``truncated`` is true and ``outcome`` says why).
+
+    ``output`` is the validated structured result of a run started with ``output_type`` (the model
+    object) or ``output_schema`` (the JSON value); ``None`` otherwise.  It is not stored: ``text``
+    holds the same result as JSON, and ``from_dict`` leaves ``output`` None.
+
+    A reply that is exactly ``NO_REPLY`` is :attr:`silent`: the agent chose to say nothing to the user
+    (seed 003: the answer to an announcement that needs none); the CLI prints nothing for it.
     """
 
     id: str
@@ -36,10 +56,25 @@ class RunResult:
     tool_calls: int = 0
     parent_id: str | None = None
     depth: int = 0
+    output: Any = None
 
     @property
     def ok(self) -> bool:
         return self.outcome is Outcome.OK
+
+    @property
+    def silent(self) -> bool:
+        """Whether the reply is exactly ``NO_REPLY``: nothing is to be shown to the user."""
+        return self.text.strip() == NO_REPLY
+
+    @property
+    def status_label(self) -> str:
+        """``completed successfully``, ``failed``, ``timed out`` or ``was cancelled`` (seed 003)."""
+        return STATUS_LABELS.get(self.outcome, "failed")
+
+    def announce_stats(self) -> str:
+        """Seed 003's stats line: ``runtime 2m34s • tokens 15.2k (in 12.1k / out 3.1k) • est $0.42``."""
+        return announce_stats(self.duration_s, self.usage, self.cost_usd)
 
     def stats_line(self, descendants: Iterable[RunResult] = ()) -> str:
         """One line of stats: ``runtime 1.2s • 3 turns • 2 tool calls • tokens 1.5k (in 1.2k / out 300) • est $0.01``.
@@ -78,6 +113,7 @@ class RunResult:
             "tool_calls": self.tool_calls,
             "parent_id": self.parent_id,
             "depth": self.depth,
+            "silent": self.silent,
         }
 
     @classmethod
@@ -112,3 +148,39 @@ def format_stats(duration_s: float, turns: int, usage: Usage, cost_usd: float | 
     dur = f"{duration_s:.1f}s" if duration_s < 60 else _dur(duration_s)
     return (f"runtime {dur} • {turns} turn{'' if turns == 1 else 's'} • "
             f"{tool_calls} tool call{'' if tool_calls == 1 else 's'} • {tokens}) • {cost}")
+
+
+def _cost(cost_usd: float | None) -> str:
+    if cost_usd is None:
+        return "est n/a"
+    return f"est ${cost_usd:.2f}" if cost_usd >= 0.01 or cost_usd == 0 else f"est ${cost_usd:.4f}"
+
+
+def announce_stats(duration_s: float, usage: Usage, cost_usd: float | None) -> str:
+    """``runtime 2m34s • tokens 15.2k (in 12.1k / out 3.1k) • est $0.42`` (seed 003's trigger message)."""
+    i, o = usage.input_tokens, usage.output_tokens
+    return f"runtime {_dur(duration_s)} • tokens {_k(i + o)} (in {_k(i)} / out {_k(o)}) • {_cost(cost_usd)}"
+
+
+def trigger_message(r: RunResult, label: str, findings: str) -> str:
+    """The message that announces a finished background child to its parent (seed 003's announce flow).
+
+    ``findings`` is the child's (possibly capped) final text; ``(no output)`` when empty.  The parent
+    is told it may answer ``NO_REPLY`` when the user needs no announcement.
+    """
+    lines = [f"<subagent-notification>\nA background task {_quoted(label)} ({r.nickname}, id {r.id}) "
+             f"just {r.status_label}."]
+    if not r.ok:
+        why = r.error or (f"limit {r.limit}" if r.limit else str(r.outcome))
+        lines.append(f"Reason: {why}. The findings below are its partial work.")
+    lines += ["", "Findings:", findings or "(no output)", "", f"Stats: {r.announce_stats()}", "",
+              "Summarize this naturally for the user. Keep it brief (1-2 sentences).",
+              "Do not mention technical details like tokens or stats.",
+              f"You can respond with {NO_REPLY} if no announcement is needed.",
+              "</subagent-notification>"]
+    return "\n".join(lines)
+
+
+def _quoted(label: str) -> str:
+    one_line = " ".join(label.split())
+    return '"' + one_line.replace('"', "'") + '"'

@@ -1,6 +1,6 @@
 """The sub-agent tools the model sees; they reach the manager through ``AgentControl``.
 
-``spawn_agent(agent_type, prompt, description, background=false, model?)``,
+``spawn_agent(agent_type, prompt, description, background?, model?, label?, cleanup?, run_timeout_s?)``,
 ``send_input(agent_id, message)``, ``wait(agent_ids?, timeout_s?, return_when="all")``,
 ``close_agent(agent_id)``, ``resume_agent(agent_id, message)``, ``list_agents()``.
 
@@ -27,20 +27,23 @@ def _control(ctx: ToolContext) -> AgentControl:
 
 
 async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, description: str = "",
-                      background: bool = False, model: str | None = None,
+                      background: bool | None = None, model: str | None = None,
                       isolation: Literal["worktree"] | None = None, team: str | None = None,
-                      name: str | None = None, require_plan_approval: bool = False) -> str:
+                      name: str | None = None, require_plan_approval: bool = False, label: str | None = None,
+                      cleanup: Literal["keep", "delete"] | None = None,
+                      run_timeout_s: float | None = None) -> str:
     """Start a sub-agent with a fresh conversation to do one task.
 
     In the foreground (default) this call returns when the sub-agent ends, with its final answer
     and a line of stats. With background=true it returns the new agent's id at once; its result
-    is announced to you when it ends (or collect it with wait).
+    is announced to you when it ends (or collect it with wait). You may answer an announcement with
+    exactly NO_REPLY when the user needs no news of it.
 
     Args:
         agent_type: the kind of agent, e.g. general-purpose, explore, plan, verify, coordinator.
         prompt: the complete task; the sub-agent sees nothing of your conversation but this.
         description: a short (3-5 word) label for the task.
-        background: run concurrently and return at once.
+        background: run concurrently and return at once (omitted: the agent type's default, usually false).
         model: optional model override, e.g. anthropic:claude-haiku-4-5.
         isolation: "worktree" to give the sub-agent its own git worktree (a new branch); its changes stay
             there for you to review, and the worktree is removed if it changed nothing.
@@ -49,6 +52,12 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
         name: the teammate's name in the team (with team).
         require_plan_approval: (with team) the teammate works in plan mode until you approve its plan
             with send_message(to=name, text=..., approve_plan=true).
+        label: a human-readable name for the task, shown in its announcement and in agent listings
+            (default: description).
+        cleanup: what happens to the run's record and transcript once its result reached you: "keep"
+            (default; archived later) or "delete".
+        run_timeout_s: stop the sub-agent after this many seconds of wall time (it ends "timed out" with
+            its partial work).
     """
     if team is not None or name is not None:
         if team is None or name is None:
@@ -58,7 +67,7 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
             raise ToolError("this runtime has no team service; spawn a plain sub-agent (omit team and name)")
         return await teams.spawn_teammate(ctx.agent.id, team, name, agent_type, prompt, model, require_plan_approval)
     return await _control(ctx).spawn_agent(ctx.agent.id, agent_type, prompt, description, background, model,
-                                           isolation)
+                                           isolation, label=label, cleanup=cleanup, run_timeout_s=run_timeout_s)
 
 
 async def send_input(ctx: ToolContext, agent_id: str, message: str) -> str:
