@@ -36,14 +36,14 @@ __all__ = ["AgentFactory", "Grant", "ManagerSettings", "check_priced"]
 class ManagerSettings:
     """The knobs of a manager (filled from :class:`~subagents.config.Settings` by the Runtime)."""
 
-    __slots__ = ("base_prompt", "bash_timeout_s", "briefing", "child_limits", "default_limits", "max_depth",
-                 "max_threads", "permission_mode", "prices", "result_max_chars", "when_full")
+    __slots__ = ("announce_steer", "base_prompt", "bash_timeout_s", "briefing", "child_limits", "default_limits",
+                 "max_depth", "max_threads", "permission_mode", "prices", "result_max_chars", "when_full")
 
     def __init__(self, *, max_threads: int = 4, max_depth: int = 2, result_max_chars: int = 20_000,
                  base_prompt: str = "", briefing: str = "", default_limits: Limits | None = None,
                  bash_timeout_s: float = 120.0, permission_mode: str = "default",
                  child_limits: Limits | None = None, prices: PriceTable | None = None,
-                 when_full: str = "refuse") -> None:
+                 when_full: str = "refuse", announce_steer: bool = True) -> None:
         if max_threads < 1:
             raise ConfigError(f"max_threads must be at least 1, got {max_threads}")
         if when_full not in ("refuse", "queue"):
@@ -61,6 +61,7 @@ class ManagerSettings:
         self.permission_mode = permission_mode
         self.prices = prices or BUILTIN_PRICES  # the runtime's [pricing] over the built-in table
         self.when_full = when_full  # over max_threads: refuse the spawn, or queue a background one
+        self.announce_steer = announce_steer  # [announce] steer: background results steer a running parent
 
 
 
@@ -150,10 +151,13 @@ class AgentFactory:
         return Grant(mode, registry, [note, *notes] if note else list(notes))
 
     def check_tools(self, d: AgentDefinition) -> tuple[str, ...]:
-        """The names in ``d``'s tool lists that name no tool here; warns once per definition, and raises
+        """The names in ``d``'s tool lists that name no tool here (built-in types are not checked: a runtime
+        with fewer tools narrows them silently); warns once per definition, and raises
         :class:`SpawnError` when ``d`` lists tools and none of them exists (not a silent tool-less agent)."""
         key = (d.name, id(d))
         hit = self._checked.get(key)
+        if d.source == "builtin":  # ours: a runtime built with fewer tools (builtin_tools=False) narrows them
+            return ()
         if hit is not None:
             unknown = hit[0]
         else:
