@@ -150,6 +150,8 @@ async def test_label_and_cleanup_reach_the_record(workdir: Path) -> None:
     ({"run_timeout_s": -1}, "run_timeout_s"),
     ({"run_timeout_s": 0}, "run_timeout_s"),
     ({"label": "x" * 500}, "label is 500 characters"),
+    ({"model": "nosuch:model"}, "unknown model provider 'nosuch'"),
+    ({"model": "openai:gpt-4.1@http://evil.example"}, "names a server"),
 ])
 async def test_bad_arguments_are_tool_errors(workdir: Path, args: dict[str, Any], said: str) -> None:
     results: list[tuple[bool, str]] = []
