@@ -179,7 +179,6 @@ def test_run_sync_twice_restarts_the_servers_it_stopped(tmp_path: Path) -> None:
     assert processes_with(markers["calc"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason="Settings.items() does not list [mcp.servers.*]: /tmp/notes/docs-requests.md 1")
 def test_config_show_lists_the_configured_servers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project, _ = make_project(tmp_path, config='[mcp.servers.calc.env]\nGITHUB_TOKEN = "ghp_secret123456"\n')
     assert main(["config", "show", "--cwd", str(project)]) == 0
