@@ -100,6 +100,11 @@ class PgServer:
         with self.admin() as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
+    def restart(self) -> None:
+        """Restart the server (fast shutdown: every open connection is dropped), on the same socket."""
+        self._run([_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-m", "fast", "-w", "-t", "60",
+                   "restart"])
+
     def stop(self) -> None:
         if self._started:
             self._started = False

@@ -289,3 +289,24 @@ async def test_a_runtime_on_postgres_and_runs_list_from_another_process_view(
                                                                   ("explore", "completed")]
     assert main(["runs", "--store", pg_url, "tree", root.run_id]) == 0
     assert kid.nickname in capsys.readouterr().out
+
+
+def test_a_server_restart_is_survived_by_the_writer_the_reads_and_the_team_store(
+        pg_url: str, pg_server: pg.PgServer) -> None:
+    s = PostgresStore(pg_url)
+    try:
+        ts = open_team_store(s)
+        ts.create_team("t", "lead", 1.0)
+        s.create_run(run("before"))
+        s.flush()
+        assert s.get_run("before") is not None
+        pg_server.restart()  # every connection of the store is dropped
+        s.create_run(run("after"))
+        s.append_messages("after", 0, [Message.user("hi")])
+        s.flush()
+        assert s._w.reconnects == 1
+        assert [r.run_id for r in s.list_runs()] == ["before", "after"]
+        assert s.transcript("after") == [Message.user("hi")]
+        assert [t.name for t in ts.list_teams()] == ["t"]
+    finally:
+        s.close()

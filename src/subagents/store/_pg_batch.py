@@ -21,6 +21,7 @@ from ._batch import ANN_COLS, Plan, Recorder, message_json
 from ._batch import _col_value as col_value
 from ._batch import _encode as encode
 from ._batch import _record_row as record_row
+from ._pg_support import clean
 from ._schema import RUN_COLUMNS
 
 __all__ = ["apply_plan", "col_value", "rows_json", "upsert_sql"]
@@ -54,7 +55,7 @@ _ADD_ANNOUNCEMENTS = upsert_sql("announcements", _ANN_COLS, "ON CONFLICT (id) DO
 
 
 def _clean(v: Any) -> Any:
-    return v.replace("\x00", "\ufffd") if isinstance(v, str) else v
+    return clean(v) if isinstance(v, str) else v
 
 
 def rows_json(cols: tuple[str, ...], rows: Iterable[Sequence[Any]]) -> str:

@@ -8,6 +8,8 @@ the common case) inside ``BEGIN ... COMMIT``.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,11 +19,16 @@ from psycopg.conninfo import conninfo_to_dict
 from ..exceptions import StoreError
 from ._writer import Call, Writer
 
-__all__ = ["RENEW_SQL", "PgWriter", "connect", "describe", "pg_error"]
+__all__ = ["RENEW_SQL", "PgWriter", "clean", "connect", "describe", "pg_error"]
 
 #: Write (or renew) an owner lease: ``(owner, heartbeat, expires, process)``.
 RENEW_SQL = ("INSERT INTO owners (owner, heartbeat, expires, process) VALUES (%s, %s, %s, %s) ON CONFLICT (owner) "
              "DO UPDATE SET heartbeat = excluded.heartbeat, expires = excluded.expires, process = excluded.process")
+
+
+def clean(text: str) -> str:
+    """``text`` as PostgreSQL can store it: a NUL (which ``TEXT`` cannot hold) becomes U+FFFD."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 def describe(url: str) -> str:
@@ -62,13 +69,22 @@ def connect(url: str, timeout: float, doing: str) -> psycopg.Connection[Any]:
 
 
 class PgWriter(Writer):
-    """The store's writer thread on the PostgreSQL connection ``conn`` (the thread's own: nobody else uses it)."""
+    """The store's writer thread on the PostgreSQL connection ``conn`` (the thread's own: nobody else uses it).
 
-    def __init__(self, conn: psycopg.Connection[Any], url: str) -> None:
+    A connection the server dropped (a restart, a failover, a network cut) is made again and the batch
+    sent again, for up to ``retry_s`` seconds; only then does the writer fail.  A batch is written at
+    least once: if the connection broke while the server committed it, it is applied twice — harmless
+    for everything a batch holds (upserts, conditional updates, deletes) except an audit entry or a
+    request, which may then appear twice."""
+
+    def __init__(self, conn: psycopg.Connection[Any], url: str, timeout: float, retry_s: float) -> None:
         self.pg = conn
         self.url = url
+        self.timeout = timeout
+        self.retry_s = retry_s
+        self.reconnects = 0
         # Writer's own connection slot is for SQLite (its checkpoints); this writer has no checkpointer
-        super().__init__(cast(Any, conn), Path(describe(url).rpartition("/")[2] or "postgres"))
+        super().__init__(cast(Any, conn), Path("postgres"))
 
     def _renewal(self) -> Call | None:
         call = super()._renewal()
@@ -77,13 +93,32 @@ class PgWriter(Writer):
     def _commit(self, calls: list[Call]) -> None:
         if not calls:
             return
+        deadline = time.monotonic() + self.retry_s
+        pause = 0.05
+        while True:
+            try:
+                self._send(calls)
+                return
+            except psycopg.OperationalError as e:
+                if (not self.pg.broken and not self.pg.closed) or time.monotonic() + pause > deadline:
+                    self.error = pg_error(self.url, e, "writing to it")
+                    return
+            except (psycopg.Error, ValueError, TypeError, OverflowError) as e:
+                self.error = pg_error(self.url, e, "writing to it")
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+            with contextlib.suppress(psycopg.Error):
+                self.pg.close()
+                self.pg = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)),
+                                          application_name="subagents")
+                self.reconnects += 1
+
+    def _send(self, calls: list[Call]) -> None:
         c = self.pg
-        try:
-            with c.pipeline(), c.transaction(), c.cursor() as cur:
-                for sql, params, many in calls:
-                    if many:
-                        cur.executemany(sql, params)
-                    else:
-                        cur.execute(sql, params)
-        except (psycopg.Error, ValueError, TypeError, OverflowError) as e:
-            self.error = pg_error(self.url, e, "writing to it")
+        with c.pipeline(), c.transaction(), c.cursor() as cur:
+            for sql, params, many in calls:
+                if many:
+                    cur.executemany(sql, params)
+                else:
+                    cur.execute(sql, params)

@@ -8,9 +8,12 @@ as the SQLite store does (:mod:`subagents.store.sqlite`), on ``psycopg`` 3:
   writer thread on its own connection, a batch per transaction, sent as one pipeline (group commit).
   Call order is kept; :meth:`flush` returns once everything before it is committed; ``on_commit``
   callbacks run after the commit that holds the writes before them; the backlog is bounded
-  (:data:`MAX_BACKLOG`, back-pressure through :meth:`room`).  A writer failure is kept and raised by
-  every later call.  A commit is as durable as the server's ``synchronous_commit`` makes it.
-* **Reads** use a second connection (autocommit) and see what is committed — on every machine.
+  (:data:`MAX_BACKLOG`, back-pressure through :meth:`room`).  A commit is as durable as the server's
+  ``synchronous_commit`` makes it.  A dropped connection (server restart, failover) is made again and the
+  batch resent, for up to ``lease_s`` (:class:`~subagents.store._pg_support.PgWriter`); any other writer
+  failure is kept and raised by every later call.
+* **Reads** use a second connection (autocommit) and see what is committed — on every machine; a dropped
+  one is made again once.
 * **Owner leases** (:mod:`._lease`): the writer renews this store's row in ``owners`` while it owns runs and
   the store deletes it on a clean close, so another machine sees a dead owner's runs orphaned once its
   lease expires and takes them over with :meth:`claim_runs` — one transaction that locks the runs in a
@@ -56,7 +59,7 @@ from ._batch import (
 from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
 from ._pg_batch import apply_plan
 from ._pg_schema import SWEEP_ORDER, open_schema
-from ._pg_support import RENEW_SQL, PgWriter, connect, describe, pg_error
+from ._pg_support import RENEW_SQL, PgWriter, clean, connect, describe, pg_error
 from ._schema import FINAL_SQL, SWEEP_KEY
 from ._writer import LeaseTerms
 from .base import (
@@ -118,7 +121,7 @@ class PostgresStore:
         except BaseException:
             wconn.close()
             raise
-        self._w = PgWriter(wconn, url)
+        self._w = PgWriter(wconn, url, timeout, retry_s=lease_s)
         self.on_close: list[Callable[[], None]] = []  # close() calls them first
 
     # -- the calling side: snapshot, enqueue, return (as SQLiteStore) -----------------------------
@@ -228,7 +231,7 @@ class PostgresStore:
 
     def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
         self._put((SQL, "INSERT INTO requests (run_id, kind, message, created_at) VALUES (%s, %s, %s, %s)",
-                   (run_id, kind, message, at)))
+                   (run_id, kind, clean(message), at)))
 
     def add_audit(self, run_id: str, kind: str, data: dict[str, Any], at: float) -> None:
         self._put((SQL, "INSERT INTO audit (run_id, at, kind, data) VALUES (%s, %s, %s, %s)",

@@ -32,7 +32,7 @@ from psycopg_pool import ConnectionPool
 
 from ..exceptions import StoreError
 from ..store._pg_schema import open_schema
-from ..store._pg_support import connect, describe, pg_error
+from ..store._pg_support import clean, connect, describe, pg_error
 from . import _rules as rules
 from .model import MailRecord, MemberRecord, MemberStatus, TaskRecord, TaskStatus, TeamError, TeamRecord, check_name
 from .sqlite import CLAIMABLE
@@ -77,6 +77,7 @@ class PostgresTeamStore:
                 open_schema(c, url)
         self._pool: ConnectionPool[Conn] | None = ConnectionPool(
             url, min_size=1, max_size=max(1, pool_size), timeout=timeout, open=False, name="subagents-teams",
+            check=ConnectionPool.check_connection,  # a connection the server dropped is replaced, not handed out
             kwargs={"autocommit": True, "application_name": "subagents-teams"})
         try:
             self._pool.open(wait=True, timeout=timeout)
@@ -137,10 +138,10 @@ class PostgresTeamStore:
         check_name("team", name)
         with self._tx("creating a team") as c:
             if c.execute("INSERT INTO teams (name, lead_id, created_at, description) VALUES (%s, %s, %s, %s) "
-                         "ON CONFLICT (name) DO NOTHING RETURNING name", (name, lead_id, at, description)
+                         "ON CONFLICT (name) DO NOTHING RETURNING name", (name, lead_id, at, clean(description))
                          ).fetchone() is None:
                 raise rules.duplicate_team(name)
-        return TeamRecord(name, lead_id, at, description)
+        return TeamRecord(name, lead_id, at, clean(description))
 
     def get_team(self, name: str) -> TeamRecord | None:
         with self._tx("reading a team") as c:
@@ -215,12 +216,13 @@ class PostgresTeamStore:
             row = c.execute("SELECT coalesce(max(id), 0) + 1 FROM tasks WHERE team = %s", (team,)).fetchone()
             task_id = int(row[0]) if row else 1
             c.execute(f"INSERT INTO tasks ({_TASK_COLS}) VALUES (%s, %s, %s, %s, 'pending', NULL, %s, %s, '')",
-                      (team, task_id, subject, description, at, at))
+                      (team, task_id, clean(subject), clean(description), at, at))
             if blockers:
                 with c.cursor() as cur:
                     cur.executemany("INSERT INTO task_deps (team, task, blocker) VALUES (%s, %s, %s)",
                                     [(team, task_id, b) for b in blockers])
-        return TaskRecord(team, task_id, subject, description, blocked_by=blockers, created_at=at, updated_at=at)
+        return TaskRecord(team, task_id, clean(subject), clean(description), blocked_by=blockers, created_at=at,
+                          updated_at=at)
 
     def tasks(self, team: str, status: TaskStatus | None = None) -> list[TaskRecord]:
         want = None if status is None else rules.as_task_status(status).value
@@ -272,7 +274,8 @@ class PostgresTeamStore:
                 raise self._refused(c, team, task_id)
             row = c.execute(f"UPDATE tasks SET status = %s, owner = %s, updated_at = %s, note = coalesce(%s, note) "
                             f"WHERE team = %s AND id = %s RETURNING {_TASK_COLS}",
-                            (new_status.value, owner, at, note, team, task_id)).fetchone()
+                            (new_status.value, owner, at, None if note is None else clean(note), team, task_id)
+                            ).fetchone()
             rec = self._task(c, team, task_id, row)
         assert rec is not None
         return rec
@@ -296,7 +299,7 @@ class PostgresTeamStore:
             self._party(c, team, sender, *to)
             row = c.execute("SELECT coalesce(max(seq), 0) + 1 FROM team_mail WHERE team = %s", (team,)).fetchone()
             first = int(row[0]) if row else 1
-            out = [MailRecord(team, first + i, sender, r, text, at, kind) for i, r in enumerate(to)]
+            out = [MailRecord(team, first + i, sender, r, clean(text), at, kind) for i, r in enumerate(to)]
             if out:
                 with c.cursor() as cur:
                     cur.executemany(f"INSERT INTO team_mail ({_MAIL_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, 0)",
