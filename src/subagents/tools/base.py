@@ -23,18 +23,14 @@ import enum
 import inspect
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from .._threads import call_in_thread
 from ..exceptions import ToolError
 from ..messages import ToolResultBlock, ToolUseBlock
-from ..models.base import INVALID_ARGUMENTS_KEY, AgentInfo, ToolSpec
-from ..sandbox.workspace import Workspace
+from ..models.base import INVALID_ARGUMENTS_KEY, ToolSpec
+from .context import ToolContext
 from .schema import check_schema, schema_for_function, validate
-
-if TYPE_CHECKING:
-    from .control import AgentControl
 
 __all__ = [
     "MAX_TOOL_OUTPUT",
@@ -58,26 +54,6 @@ class ToolCategory(enum.StrEnum):
     EXECUTE = "execute"
     AGENT = "agent"
     TEAM = "team"
-
-
-@dataclass(slots=True)
-class ToolContext:
-    """What a running tool may reach: the calling agent, its workspace, shared state.
-
-    ``control`` is the small interface to the agent manager used by the sub-agent tools; it is
-    ``None`` when an agent runs without a manager.  ``sandbox`` runs the shell's commands confined
-    (``None``: a default sandbox for ``workspace``); ``shell_writable`` is ``False`` in plan mode,
-    where the shell sees the workspace read-only.
-    """
-
-    agent: AgentInfo
-    workspace: Workspace
-    todos: list[dict[str, Any]] = field(default_factory=list)
-    control: AgentControl | None = None
-    bash_timeout_s: float = 120.0
-    state: dict[str, Any] = field(default_factory=dict)
-    sandbox: Any = None
-    shell_writable: bool = True
 
 
 @runtime_checkable

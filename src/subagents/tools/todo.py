@@ -1,8 +1,11 @@
-"""The ``todo_write`` tool: the agent's own checklist, kept in ``ctx.todos``.
+"""The ``todo_write`` and ``todo_read`` tools: each agent's own checklist, kept in ``ctx.todos``.
 
-Each call replaces the whole list, so the model always sends the complete, current plan.  The list
-lives in :attr:`ToolContext.todos` (shared with whoever built the context, e.g. a UI that shows it);
-it is replaced in place, never rebound.
+Each ``todo_write`` replaces the whole list, so the model always sends the complete, current plan.  The
+list lives in :attr:`ToolContext.todos` (shared with whoever built the context, e.g. a UI that shows it);
+it is replaced in place, never rebound.  Under a manager every agent has its own list in its tree's
+:class:`~subagents.tools.todo_store.TodoStore` (seed 001's shared ``todo_store`` handle): a child's
+``todo_write`` never touches its parent's list, and ``todo_read(agent_id)`` lets an agent read the list
+of one of its descendants.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 from ..exceptions import ToolError
+from ..models.base import AgentInfo
 from .base import ToolCategory, ToolContext, tool
 
-__all__ = ["TodoItem", "TodoStatus", "render_todos", "todo_write"]
+__all__ = ["TodoItem", "TodoStatus", "render_todos", "todo_read", "todo_write"]
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
@@ -30,13 +34,14 @@ class TodoItem(_TodoRequired, total=False):
     id: str
 
 
-def render_todos(todos: list[dict[str, Any]]) -> str:
-    """The checklist as text: ``[x]`` completed, ``[~]`` in progress, ``[ ]`` pending."""
+def render_todos(todos: list[dict[str, Any]], title: str | None = None) -> str:
+    """The checklist as text: ``[x]`` completed, ``[~]`` in progress, ``[ ]`` pending (``title``: instead of
+    "Todo list" in the first line)."""
     if not todos:
-        return "The todo list is empty."
+        return f"{title} is empty." if title else "The todo list is empty."
     counts = {s: sum(1 for t in todos if t["status"] == s) for s in ("completed", "in_progress", "pending")}
     head = (
-        f"Todo list ({len(todos)} items: {counts['completed']} completed, "
+        f"{title or 'Todo list'} ({len(todos)} items: {counts['completed']} completed, "
         f"{counts['in_progress']} in progress, {counts['pending']} pending):"
     )
     return "\n".join([head, *(f"{_MARKS[t['status']]} {t['id']}. {t['content']}" for t in todos)])
@@ -77,3 +82,41 @@ def todo_write(ctx: ToolContext, todos: list[TodoItem]) -> str:
     if not items:
         return "The todo list is now empty."
     return render_todos(items)
+
+
+def _who(agent: AgentInfo) -> str:
+    return f"{agent.nickname} ({agent.agent_type}, id {agent.id})"
+
+
+# ``inline`` like ``todo_write``: a read never sees half of a write.
+@tool(category=ToolCategory.READ, inline=True)
+def todo_read(ctx: ToolContext, agent_id: str | None = None) -> str:
+    """Read a todo list: your own by default, or that of one of your sub-agents (to follow its progress).
+
+    Args:
+        agent_id: the id, nickname or id prefix of an agent you spawned (directly or through your
+            sub-agents); leave it out for your own list.
+    """
+    store = ctx.todo_store
+    ref = (agent_id or "").strip()
+    target = store.find(ref) if store is not None and ref else None
+    if not ref or ref in (ctx.agent.id, ctx.agent.nickname) or (target is not None and target.id == ctx.agent.id):
+        text = render_todos(ctx.todos, "Your todo list")
+        if store is not None:
+            kids = [f"{a.nickname} ({len(store.list_of(a.id))} items)" for a in store.descendants(ctx.agent.id)
+                    if store.list_of(a.id)]
+            if kids:
+                text += ("\n\nSub-agents of yours with a todo list (read one with todo_read(agent_id=...)): "
+                         + ", ".join(kids))
+        return text
+    if store is None:
+        raise ToolError(f"cannot read the todo list of {ref!r}: this agent runs without an agent tree, so only its "
+                        "own list exists; call todo_read() without agent_id")
+    if target is None:
+        names = ", ".join(a.nickname for a in store.descendants(ctx.agent.id)) or "none"
+        raise ToolError(f"no agent {ref!r} in your agent tree; give the id or nickname of one of your sub-agents "
+                        f"(yours: {names}), or leave agent_id out to read your own list")
+    if not store.is_descendant(target.id, of=ctx.agent.id):
+        raise ToolError(f"agent {_who(target)} is not one of your sub-agents: you may read your own todo list and "
+                        "those of the agents you spawned (directly or through them), not a parent's or a sibling's")
+    return render_todos(store.list_of(target.id), f"The todo list of {_who(target)}")

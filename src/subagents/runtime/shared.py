@@ -1,0 +1,72 @@
+"""Seed 001's shared state handles: what a new agent's :class:`~subagents.tools.base.ToolContext` shares with
+its tree and inherits from its parent.
+
+- ``todo_store``: one :class:`~subagents.tools.todo_store.TodoStore` per tree (``mgr.todos[root_id]``); the
+  agent's own ``todos`` list is opened in it, so a child's ``todo_write`` never touches its parent's list;
+- ``notepad``: the manager's notepad (``rt.note``, the ``notepad_write`` tool); the latest entries are layered
+  into the prompts of agents spawned afterwards (:func:`latest_notes`);
+- ``team_name`` inherited from the parent (``is_team_lead`` false, ``agent_name`` its agent type, until the
+  team service gives it a role); ``sandbox_level`` follows the inherited sandbox and the agent's mode;
+- ``model_overrides``: the runtime's live override map (agent type -> model), read-only.
+
+The briefing is built from that shared context when a child is spawned (:func:`spawn_briefing`, seed 001
+"inject briefing from shared parent state"): the configured briefing (``[agents] briefing``, ``rt.brief``),
+then the parent's task and its todo list as they are at that moment.  The prompt layers it goes into are
+:func:`~subagents.runtime.prompts.build_system_prompt`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ..models.base import AgentInfo
+from ..tools.base import ToolContext
+from ..tools.notepad import NOTEPAD_LATEST
+from ..tools.todo import render_todos
+from ..tools.todo_store import TodoStore
+
+if TYPE_CHECKING:
+    from .manager import AgentManager
+    from .node import AgentNode
+
+__all__ = ["BRIEFING_TASK_CHARS", "latest_notes", "spawn_briefing", "tool_context"]
+
+BRIEFING_TASK_CHARS = 2000
+"""How much of the parent's task a child's briefing quotes."""
+
+
+def tool_context(mgr: AgentManager, info: AgentInfo, parent: AgentNode | None, root_id: str, *, workspace: Any,
+                 sandbox: Any, mode: str) -> ToolContext:
+    """The context of a new agent ``info`` of the tree ``root_id`` (its parent ``parent``, ``None`` for a root)."""
+    stores: dict[str, Any] = mgr.todos
+    store = stores.get(root_id)
+    if not isinstance(store, TodoStore):
+        store = stores[root_id] = TodoStore()
+    pctx = parent.core.ctx if parent is not None else None
+    return ToolContext(agent=info, workspace=workspace, todos=store.open(info), control=mgr.control,
+                       bash_timeout_s=mgr.cfg.bash_timeout_s, sandbox=sandbox, shell_writable=mode != "plan",
+                       todo_store=store, notepad=mgr.notepad, team_name=pctx.team_name if pctx is not None else None,
+                       model_overrides=MappingProxyType(mgr.factory.overrides))
+
+
+def latest_notes(notepad: Sequence[str]) -> tuple[str, ...]:
+    """The notepad entries a new agent's prompt carries: the latest :data:`NOTEPAD_LATEST`."""
+    return tuple(notepad[-NOTEPAD_LATEST:])
+
+
+def spawn_briefing(static: str, parent: AgentNode | None, *, task_chars: int = BRIEFING_TASK_CHARS) -> str:
+    """A child's briefing from the shared context at spawn time: ``static`` (the configured briefing), the
+    parent's task (capped at ``task_chars``) and the parent's todo list; a root gets ``static`` only."""
+    parts = [static.strip()] if static.strip() else []
+    if parent is not None:
+        task = parent.task_text.strip()
+        if len(task) > task_chars:
+            task = task[:task_chars] + f" [... {len(task) - task_chars:,} more characters]"
+        parts.append(f"Your parent agent, {parent.nickname} ({parent.info.agent_type}), is working on this task:\n"
+                     + "\n".join("> " + line for line in task.splitlines()))
+        todos = parent.core.ctx.todos
+        if todos:
+            parts.append(render_todos(todos, "Its plan (todo list)"))
+    return "\n\n".join(parts)
