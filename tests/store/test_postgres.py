@@ -24,13 +24,15 @@ from subagents.store._pg_schema import SCHEMA_VERSION
 from subagents.store._pg_support import describe
 from subagents.store.postgres import PostgresStore
 from subagents.teams import open_team_store
+from subagents.teams.model import MemberRecord
 from subagents.teams.postgres import PostgresTeamStore
 
 
 def run(run_id: str, owner: str = "", **kw: object) -> RunRecord:
+    d: dict[str, object] = {"task": "do it", "status": "running", "owner": owner, "root_id": run_id, "runs": 1,
+                            "created_at": 1.0, **kw}
     return RunRecord(run_id=run_id, agent_id=run_id, nickname=f"nick-{run_id}", agent_type="general-purpose",
-                     task="do it", status="running", owner=owner, root_id=run_id, runs=1, created_at=1.0,
-                     **kw)  # type: ignore[arg-type]
+                     **d)  # type: ignore[arg-type]
 
 
 def test_open_store_dispatches_postgres_urls_and_the_schema_is_created_once(pg_url: str, tmp_path: Path) -> None:
@@ -308,5 +310,28 @@ def test_a_server_restart_is_survived_by_the_writer_the_reads_and_the_team_store
         assert [r.run_id for r in s.list_runs()] == ["before", "after"]
         assert s.transcript("after") == [Message.user("hi")]
         assert [t.name for t in ts.list_teams()] == ["t"]
+    finally:
+        s.close()
+
+
+def test_a_nul_in_text_is_stored_as_a_replacement_character_not_a_failed_batch(pg_url: str) -> None:
+    s = PostgresStore(pg_url)
+    try:
+        s.create_run(run("r", task="read a\x00b"))
+        s.append_messages("r", 0, [Message.user("binary \x00 output")])
+        s.finish_run("r", {"status": "completed", "result_text": "got \x00"}, None)
+        s.add_request("r", "cancel", "stop\x00", 1.0)
+        s.flush()
+        got = s.get_run("r")
+        assert got is not None
+        assert (got.task, got.result_text) == ("read a\ufffdb", "got \ufffd")
+        assert s.transcript("r") == [Message.user("binary \x00 output")]  # the transcript keeps it (JSON-escaped)
+        assert [q.message for q in s.take_requests(s.owner, 2.0)] == ["stop\ufffd"]
+        ts = open_team_store(s)
+        ts.create_team("t", "lead", 1.0)
+        ts.add_member(MemberRecord("t", "a", "general"))
+        assert ts.send("t", "lead", ["a"], "hi\x00", 1.0)[0].text == "hi\ufffd"
+        assert ts.create_task("t", "do\x00it").subject == "do\ufffdit"
+        assert [m.text for m in ts.unread("t", "a")] == ["hi\ufffd"]
     finally:
         s.close()
