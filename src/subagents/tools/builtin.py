@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 from .base import Tool
 from .files import edit_file, glob, grep, list_dir, read_file, write_file
+from .notepad import notepad_write
+from .repo_map import repo_map
 from .shell import bash
-from .todo import todo_write
+from .skills import SkillTool
+from .todo import todo_read, todo_write
+from .web import web_fetch
 
 __all__ = ["BUILTIN_TOOLS", "builtin_tools"]
 
@@ -14,14 +20,24 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
     list_dir,
     glob,
     grep,
+    repo_map,
     write_file,
     edit_file,
     bash,
+    web_fetch,
     todo_write,
+    todo_read,
+    notepad_write,
+    SkillTool(),
 )
-"""Reading first, then editing, executing and planning: the order the model sees them in."""
+"""Reading first, then editing, executing and planning, then skills: the order the model sees them in."""
 
 
-def builtin_tools() -> list[Tool]:
-    """A fresh list of the built-in tools (the tools themselves are stateless and shared)."""
-    return list(BUILTIN_TOOLS)
+def builtin_tools(workdir: str | os.PathLike[str] | None = None) -> list[Tool]:
+    """A fresh list of the built-in tools (the tools themselves are stateless and shared).
+
+    With ``workdir`` the ``skill`` tool's description lists the skills found from that project.
+    """
+    if workdir is None:
+        return list(BUILTIN_TOOLS)
+    return [SkillTool(workdir) if t.name == "skill" else t for t in BUILTIN_TOOLS]
