@@ -9,7 +9,9 @@ the common case) inside ``BEGIN ... COMMIT``.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,7 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 from ..exceptions import StoreError
 from ._writer import Call, Writer
 
-__all__ = ["RENEW_SQL", "PgWriter", "clean", "connect", "describe", "pg_error"]
+__all__ = ["RENEW_SQL", "PgReader", "PgWriter", "clean", "connect", "describe", "pg_error"]
 
 #: Write (or renew) an owner lease: ``(owner, heartbeat, expires, process)``.
 RENEW_SQL = ("INSERT INTO owners (owner, heartbeat, expires, process) VALUES (%s, %s, %s, %s) ON CONFLICT (owner) "
@@ -66,6 +68,36 @@ def connect(url: str, timeout: float, doing: str) -> psycopg.Connection[Any]:
                                application_name="subagents")
     except psycopg.Error as e:
         raise pg_error(url, e, doing) from None
+
+
+class PgReader:
+    """The store's read connection (autocommit), shared by threads under a lock."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url, self.timeout = url, timeout
+        self.conn = connect(url, timeout, "opening it for reading")
+        self.lock = threading.Lock()
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], list[Any]], doing: str) -> list[Any]:
+        """``work(connection)`` under the lock; a connection the server dropped is made again and ``work``
+        run again, once (reads, and writes that are one statement, fail or succeed whole)."""
+        with self.lock:
+            for attempt in (1, 2):
+                try:
+                    return work(self.conn)
+                except psycopg.OperationalError as e:
+                    if attempt == 2 or not self.conn.broken:
+                        raise pg_error(self.url, e, doing) from None
+                    with contextlib.suppress(psycopg.Error):
+                        self.conn.close()
+                    self.conn = connect(self.url, self.timeout, doing)
+                except psycopg.Error as e:
+                    raise pg_error(self.url, e, doing) from None
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self.conn.close()
 
 
 class PgWriter(Writer):

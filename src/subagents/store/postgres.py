@@ -28,7 +28,6 @@ The store is used from one thread at a time (the runtime's event loop thread, or
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
 import time
@@ -59,7 +58,7 @@ from ._batch import (
 from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
 from ._pg_batch import apply_plan
 from ._pg_schema import SWEEP_ORDER, open_schema
-from ._pg_support import RENEW_SQL, PgWriter, clean, connect, describe, pg_error
+from ._pg_support import RENEW_SQL, PgReader, PgWriter, clean, connect, describe, pg_error
 from ._schema import FINAL_SQL, SWEEP_KEY
 from ._writer import LeaseTerms
 from .base import (
@@ -111,13 +110,12 @@ class PostgresStore:
         self._npending = 0
         self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._read_lock = threading.Lock()
         self._tails: dict[str, int] = {}
         self._team: PostgresTeamStore | None = None
         wconn = connect(url, timeout, "opening it")
         try:
             self.migrated_from = open_schema(wconn, url)
-            self._rconn = connect(url, timeout, "opening it for reading")
+            self._reader = PgReader(url, timeout)
         except BaseException:
             wconn.close()
             raise
@@ -275,7 +273,7 @@ class PostgresStore:
             self._w.queue.put(None)
             self._w.thread.join()
             self._w.pg.close()
-            self._rconn.close()
+            self._reader.close()
 
     def team_store(self) -> PostgresTeamStore:
         """The team store on this database (:func:`~subagents.teams.open.open_team_store` calls this once)."""
@@ -313,24 +311,12 @@ class PostgresStore:
 
     # -- reads ----------------------------------------------------------------------------------
     def _with_conn(self, work: Callable[[psycopg.Connection[Any]], list[Any]], doing: str) -> list[Any]:
-        """``work(read connection)`` under the lock; a connection the server dropped is made again, once."""
+        """``work(read connection)`` (see :class:`~subagents.store._pg_support.PgReader`)."""
         if self._w.error is not None:
             raise self._w.error
         if self._closed:
             raise StoreError(f"the run store {self.where} is closed; open a new Runtime to use it")
-        with self._read_lock:
-            for attempt in (1, 2):
-                try:
-                    return work(self._rconn)
-                except psycopg.OperationalError as e:
-                    if attempt == 2 or not self._rconn.broken:
-                        raise pg_error(self.url, e, doing) from None
-                    with contextlib.suppress(psycopg.Error):
-                        self._rconn.close()
-                    self._rconn = connect(self.url, self.timeout, doing)
-                except psycopg.Error as e:
-                    raise pg_error(self.url, e, doing) from None
-        raise AssertionError("unreachable")
+        return self._reader.run(work, doing)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._with_conn(lambda c: c.execute(sql, params).fetchall(), "reading it")
