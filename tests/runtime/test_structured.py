@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel
 
 from subagents import Limits, Outcome, Runtime, Status, UserError, tool
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
@@ -204,3 +204,26 @@ async def test_bad_output_arguments_are_user_errors_before_any_run(workdir: Path
         with pytest.raises(UserError):
             await rt.run("x", **kw)
         assert rt.agents() == []
+
+
+class Findings(RootModel[list[Finding]]):
+    pass
+
+
+async def test_a_root_model_is_wrapped_its_refs_still_resolve_and_errors_name_the_field(workdir: Path) -> None:
+    seen: list[ModelRequest] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        seen.append(snap(req))
+        if len(seen) == 1:
+            return final({"result": [{"file": "a.py", "line": 1}, {"file": "b.py"}]})
+        return final({"result": [{"file": "a.py", "line": 1}]})
+
+    async with runtime(workdir, fn) as rt:
+        r = await rt.run("list", output_type=Findings)
+    assert r.output == Findings([Finding(file="a.py", line=1)])
+    assert json.loads(r.text) == [{"file": "a.py", "line": 1}]
+    [(why, is_error)] = last_results(seen[1])
+    assert is_error
+    assert "1.line: Field required" in why
+    assert "errors.pydantic.dev" not in why

@@ -55,8 +55,11 @@ class OutputSpec:
 
     def __init__(self, schema: Mapping[str, Any], *, model_type: Any = None) -> None:
         wrapped = schema.get("type") != "object"
-        params: dict[str, Any] = ({"type": "object", "properties": {"result": dict(schema)}, "required": ["result"],
-                                   "additionalProperties": False} if wrapped else dict(schema))
+        params = dict(schema)
+        if wrapped:  # its definitions stay at the top, where its "#/$defs/..." references point
+            defs: dict[str, Any] = {k: params.pop(k) for k in ("$defs", "definitions") if k in params}
+            params = {"type": "object", "properties": {"result": params}, "required": ["result"],
+                      "additionalProperties": False, **defs}
         try:
             check_schema(params, tool=FINAL_RESULT)
             err = validate({}, params)  # compiles it now: a schema fastjsonschema refuses is refused here
@@ -99,7 +102,7 @@ class OutputSpec:
             return f"the arguments of final_result were not valid JSON: {raw!r}; resend them as one JSON object"
         if self.model_type is not None:
             return self._check_model(arguments)
-        err = validate(arguments, self.schema, "result" if not self.wrapped else "arguments")
+        err = validate(arguments, self.schema)
         if err is not None:
             return f"the result does not match the schema: {err}. Fix it and call final_result again."
         value = arguments["result"] if self.wrapped else arguments
@@ -107,12 +110,29 @@ class OutputSpec:
 
     def _check_model(self, arguments: dict[str, Any]) -> tuple[Any, str] | str:
         try:
-            obj = self.model_type.model_validate(arguments)
+            obj = self.model_type.model_validate(arguments["result"] if self.wrapped else arguments)
         except (ValueError, TypeError) as e:  # pydantic's ValidationError is a ValueError
-            return f"the result does not match the schema: {e}\nFix it and call final_result again."
+            return f"the result does not match the schema: {_errors(e)}. Fix it and call final_result again."
         dump = getattr(obj, "model_dump_json", None)
         text = dump() if callable(dump) else json.dumps(arguments, ensure_ascii=False)
         return obj, str(text)
+
+
+def _errors(e: Exception) -> str:
+    """Pydantic's errors as ``path: message`` (without its links); any other exception as its text."""
+    errors = getattr(e, "errors", None)
+    try:
+        items = errors() if callable(errors) else None
+    except (TypeError, ValueError):
+        items = None
+    if not isinstance(items, list) or not items:
+        return str(e)
+    parts = []
+    for d in items[:10]:
+        loc = ".".join(str(x) for x in d.get("loc", ())) or "result"
+        parts.append(f"{loc}: {d.get('msg', 'invalid')}")
+    more = f" (and {len(items) - 10} more)" if len(items) > 10 else ""
+    return "; ".join(parts) + more
 
 
 def output_spec(output_type: Any = None, output_schema: Any = None) -> OutputSpec | None:
