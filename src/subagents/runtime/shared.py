@@ -19,31 +19,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..models.base import AgentInfo
 from ..tools.base import ToolContext
 from ..tools.notepad import NOTEPAD_LATEST
 from ..tools.todo import render_todos
 from ..tools.todo_store import TodoStore
+from .factory import AgentFactory, ManagerSettings
 
 if TYPE_CHECKING:
-    from .manager import AgentManager
     from .node import AgentNode
 
-__all__ = ["BRIEFING_TASK_CHARS", "latest_notes", "spawn_briefing", "tool_context"]
+__all__ = ["BRIEFING_TASK_CHARS", "ManagerParts", "latest_notes", "spawn_briefing", "tool_context"]
 
 BRIEFING_TASK_CHARS = 2000
 """How much of the parent's task a child's briefing quotes."""
 
 
-def tool_context(mgr: AgentManager, info: AgentInfo, parent: AgentNode | None, root_id: str, *, workspace: Any,
+class ManagerParts(Protocol):
+    """What :func:`tool_context` reads of the :class:`~subagents.runtime.manager.AgentManager` (named structurally:
+    the manager imports this module)."""
+
+    todos: dict[str, Any]
+    control: Any
+    notepad: list[str]
+    cfg: ManagerSettings
+    factory: AgentFactory
+
+
+def tool_context(mgr: ManagerParts, info: AgentInfo, parent: AgentNode | None, root_id: str, *, workspace: Any,
                  sandbox: Any, mode: str) -> ToolContext:
     """The context of a new agent ``info`` of the tree ``root_id`` (its parent ``parent``, ``None`` for a root)."""
-    stores: dict[str, Any] = mgr.todos
-    store = stores.get(root_id)
+    store = mgr.todos.get(root_id)
     if not isinstance(store, TodoStore):
-        store = stores[root_id] = TodoStore()
+        store = mgr.todos[root_id] = TodoStore()
     pctx = parent.core.ctx if parent is not None else None
     return ToolContext(agent=info, workspace=workspace, todos=store.open(info), control=mgr.control,
                        bash_timeout_s=mgr.cfg.bash_timeout_s, sandbox=sandbox, shell_writable=mode != "plan",
