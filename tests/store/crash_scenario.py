@@ -2,7 +2,8 @@
 then delegates one more job to a foreground child.
 
 ``python crash_scenario.py run STORE_PATH`` runs it (the crash test SIGKILLs this process at a
-random point); it prints ``READY`` once the runtime is open and ``COMPLETED <id>`` for every child
+random point; ``STORE_PATH`` may also be a store URL, ``postgresql://...``, with the workspace directory
+after it); it prints ``READY`` once the runtime is open and ``COMPLETED <id>`` for every child
 whose completion event was published (so, by the commit-before-publish rule, committed).
 :func:`recover` reopens the store in a fresh Runtime and lets everything finish; :func:`check`
 returns the list of violated guarantees (empty when all hold).  ``bench/crash.py`` reuses it.
@@ -19,7 +20,7 @@ from subagents import Runtime
 from subagents.messages import Message
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.events import Event
-from subagents.store.sqlite import SQLiteStore
+from subagents.store import Store, open_store
 from subagents.tools.base import tool
 
 JOBS = 3
@@ -101,26 +102,40 @@ def script(req: ModelRequest) -> ModelResponse:
     return _root(req) if req.agent.depth == 0 else _child(req)
 
 
-def runtime(store_path: Path) -> Runtime:
-    return Runtime(model=FunctionModel(script), workdir=store_path.parent, store=f"sqlite:///{store_path}",
+def _where(store: Path | str, workdir: Path | None = None) -> tuple[str, Path]:
+    """(store URL, workspace) for a SQLite file (its directory) or a store URL (``workdir``)."""
+    if isinstance(store, str) and "://" in store:
+        assert workdir is not None, "a store URL needs a workspace directory"
+        return store, workdir
+    return f"sqlite:///{store}", Path(store).parent
+
+
+def _open(store: Path | str) -> Store:
+    url, workdir = _where(store, Path.cwd())
+    return open_store(url, workdir)
+
+
+def runtime(store_path: Path | str, workdir: Path | None = None) -> Runtime:
+    url, wd = _where(store_path, workdir)
+    return Runtime(model=FunctionModel(script), workdir=wd, store=url,
                    tools=[nap], builtin_tools=False, max_threads=8, permission_mode="yolo")
 
 
-async def _run(store_path: Path) -> None:
+async def _run(store_path: Path | str, workdir: Path | None = None) -> None:
     def on_event(ev: Event) -> None:
         if ev.kind == "subagent_completed" and ev.depth > 0 and ev.data.get("status") == "completed":
             print(f"COMPLETED {ev.agent_id}", flush=True)
 
-    async with runtime(store_path) as rt:
+    async with runtime(store_path, workdir) as rt:
         rt.bus.on(on_event)
         print("READY", flush=True)
         await rt.run("ROOT")
         await rt.wait()
 
 
-async def recover(store_path: Path) -> None:
+async def recover(store_path: Path | str, workdir: Path | None = None) -> None:
     """Reopen the store in a new Runtime (restore) and let every restored run finish."""
-    async with runtime(store_path) as rt:
+    async with runtime(store_path, workdir) as rt:
         for _ in range(50):
             live = [n.id for n in rt.manager.nodes.values() if not n.status.is_final()]
             if not live:
@@ -128,19 +143,19 @@ async def recover(store_path: Path) -> None:
             await rt.wait(live, timeout=30)
 
 
-def check(store_path: Path, completed_before_kill: set[str]) -> list[str]:
+def check(store_path: Path | str, completed_before_kill: set[str]) -> list[str]:
     """Every guarantee of the crash test, as a list of violations."""
-    s = SQLiteStore(store_path)
+    s = _open(store_path)
     try:
         return _violations(s, completed_before_kill)
     finally:
         s.close()
 
 
-def tally(store_path: Path, completed_before_kill: set[str]) -> tuple[int, int]:
+def tally(store_path: Path | str, completed_before_kill: set[str]) -> tuple[int, int]:
     """(lost results, re-runs of finished children): results of completed children the root did not
     receive, and children that ran again (resumed, or spawned anew for the same job) after completing."""
-    s = SQLiteStore(store_path)
+    s = _open(store_path)
     try:
         runs = s.list_runs(include_archived=True)
         roots = [r for r in runs if r.depth == 0]
@@ -158,7 +173,7 @@ def tally(store_path: Path, completed_before_kill: set[str]) -> tuple[int, int]:
     return lost, reruns
 
 
-def _violations(s: SQLiteStore, completed_before_kill: set[str]) -> list[str]:
+def _violations(s: Store, completed_before_kill: set[str]) -> list[str]:
     bad: list[str] = []
     runs = {r.run_id: r for r in s.list_runs(include_archived=True)}
     for r in runs.values():
@@ -202,4 +217,5 @@ def _violations(s: SQLiteStore, completed_before_kill: set[str]) -> list[str]:
 
 if __name__ == "__main__":
     if sys.argv[1] == "run":
-        asyncio.run(_run(Path(sys.argv[2])))
+        where = sys.argv[2]
+        asyncio.run(_run(where, Path(sys.argv[3])) if "://" in where else _run(Path(where)))
