@@ -5,6 +5,7 @@ objects (machines), and a Runtime end to end with ``subagents runs --store URL``
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from pathlib import Path
@@ -335,3 +336,17 @@ def test_a_nul_in_text_is_stored_as_a_replacement_character_not_a_failed_batch(p
         assert [m.text for m in ts.unread("t", "a")] == ["hi\ufffd"]
     finally:
         s.close()
+
+
+def test_store_url_in_the_project_config_selects_postgres(pg_url: str, workdir: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    (workdir / ".subagents").mkdir()
+    (workdir / ".subagents" / "config.toml").write_text(f'[store]\nurl = "{pg_url}"\n', encoding="utf-8")
+    s = PostgresStore(pg_url)
+    try:
+        s.create_run(run("019ab000-0000-7000-8000-0000aaaa1111", status="completed"))
+    finally:
+        s.close()
+    assert main(["runs", "--cwd", str(workdir), "list", "--json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == ["019ab000-0000-7000-8000-0000aaaa1111"]
+    assert not (workdir / ".subagents" / "state.db").exists()  # no SQLite store was made on the side
