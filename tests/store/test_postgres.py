@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -350,3 +351,40 @@ def test_store_url_in_the_project_config_selects_postgres(pg_url: str, workdir: 
     assert main(["runs", "--cwd", str(workdir), "list", "--json"]) == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == ["019ab000-0000-7000-8000-0000aaaa1111"]
     assert not (workdir / ".subagents" / "state.db").exists()  # no SQLite store was made on the side
+
+
+async def test_group_commit_writes_made_while_the_writer_is_busy_go_in_one_transaction(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from subagents.store._pg_support import PgWriter
+
+    commits: list[int] = []
+    release = threading.Event()
+    real = PgWriter._send
+
+    def slow(self: PgWriter, calls: list[Any]) -> None:
+        if not commits:
+            release.wait(5)  # the first transaction takes long
+        commits.append(len(calls))
+        real(self, calls)
+
+    monkeypatch.setattr(PgWriter, "_send", slow)
+    s = PostgresStore(pg_url, linger_s=0.001)
+    try:
+        s.create_run(run("first"))
+        await asyncio.sleep(0.02)  # handed over: the writer is busy with it
+        for i in range(20):  # each after the batching delay: without group commit, 20 small batches
+            s.update_run("first", {"turns": i})
+            s.create_run(run(f"r{i:02}"))
+            await asyncio.sleep(0.003)
+        assert commits == []
+        release.set()
+        await asyncio.to_thread(s.flush)
+        assert commits[0] <= 3  # the lease, the prompt, the run
+        assert len(commits) == 2, commits
+        assert commits[1] <= 3, commits  # one folded batch: one insert of 20 runs, one update (not 20 of each)
+        got = s.get_run("first")
+        assert got is not None
+        assert (len(s.list_runs()), got.turns) == (21, 19)
+    finally:
+        release.set()
+        s.close()
