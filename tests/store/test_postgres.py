@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -388,3 +389,28 @@ async def test_group_commit_writes_made_while_the_writer_is_busy_go_in_one_trans
     finally:
         release.set()
         s.close()
+
+
+def test_the_tables_have_every_column_of_the_sqlite_schema(pg_url: str) -> None:
+    """A column added to SQLite's schema (``_schema.RUN_COLUMNS``) needs a PostgreSQL migration too."""
+    import sqlite3
+
+    from subagents.store._schema import RUN_COLUMNS
+    from subagents.store.sqlite import SQLiteStore
+
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url) as c:
+        pg_cols = {(t, col) for t, col in c.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'")}
+    assert {("runs", col) for col in RUN_COLUMNS} <= pg_cols
+    with tempfile.TemporaryDirectory() as d:
+        SQLiteStore(Path(d) / "s.db").close()
+        conn = sqlite3.connect(Path(d) / "s.db")
+        try:
+            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                                 "AND name NOT LIKE 'sqlite_%'")]
+            sqlite_cols = {(t, r[1]) for t in tables for r in conn.execute(f'PRAGMA table_info("{t}")')}
+        finally:
+            conn.close()
+    missing = sorted(sqlite_cols - pg_cols)
+    assert missing == [], f"add these to a PostgreSQL migration (subagents/store/_pg_schema.py): {missing}"
