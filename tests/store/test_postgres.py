@@ -414,3 +414,25 @@ def test_the_tables_have_every_column_of_the_sqlite_schema(pg_url: str) -> None:
             conn.close()
     missing = sorted(sqlite_cols - pg_cols)
     assert missing == [], f"add these to a PostgreSQL migration (subagents/store/_pg_schema.py): {missing}"
+
+
+def test_a_store_is_migrated_forward_keeping_its_data(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from subagents.store import _pg_schema
+
+    s = PostgresStore(pg_url)
+    try:
+        s.create_run(run("kept"))
+    finally:
+        s.close()
+    later = (*_pg_schema.MIGRATIONS, "ALTER TABLE runs ADD COLUMN extra TEXT NOT NULL DEFAULT 'v2'")
+    monkeypatch.setattr(_pg_schema, "MIGRATIONS", later)
+    monkeypatch.setattr(_pg_schema, "SCHEMA_VERSION", len(later))
+    s = PostgresStore(pg_url)
+    try:
+        assert s.migrated_from == len(later) - 1
+        assert s.get_run("kept") is not None
+    finally:
+        s.close()
+    with psycopg.connect(pg_url) as c:
+        assert c.execute("SELECT version FROM subagents_schema").fetchall() == [(len(later),)]
+        assert c.execute("SELECT extra FROM runs").fetchall() == [("v2",)]
