@@ -133,8 +133,8 @@ def test_api_keys_are_masked_when_shown(dirs: tuple[Path, Path, dict[str, str]])
          "known keys of [agents]: max_threads, when_full, max_depth, briefing, result_max_chars"),
         ("[agent]\nmax_threads = 4\n",
          "unknown section [agent] (did you mean agents?); "
-         "known sections: agents, cleanup, engine, hooks, limits, mcp, model, permissions, pricing, providers, sandbox, "
-         "store, telemetry, tools"),
+         "known sections: agents, announce, cleanup, engine, hooks, limits, mcp, model, permissions, pricing, "
+         "providers, sandbox, store, telemetry, tools"),
         ('model = "x"\n', "model must be a table ([model]), got \"x\""),
         ('[providers.gemini]\napi_key = "x"\n',
          "unknown provider [providers.gemini]; known providers: anthropic, openai"),

@@ -80,6 +80,16 @@ def mask_secret(value: str) -> str:
     return "****" + value[-4:] if len(value) >= 12 else "****"
 
 
+def _mcp_shown(cfg: Any, masked: bool) -> dict[str, Any]:
+    """An MCP server as ``config show`` prints it: its command line or URL; env and header values masked."""
+    shown: dict[str, Any] = {"url": cfg.url} if cfg.url else {"command": [cfg.command, *cfg.args]}
+    for kind in ("env", "headers"):  # tokens live here (GITHUB_TOKEN, Authorization)
+        table = getattr(cfg, kind)
+        if table:
+            shown[kind] = {k: mask_secret(v) if masked else v for k, v in table.items()}
+    return shown
+
+
 @dataclass(slots=True)
 class Settings:
     """The effective settings; ``sources`` maps each dotted key to where its value came from.
@@ -123,6 +133,7 @@ class Settings:
     telemetry_service_name: str = _d("telemetry.service_name")
     engine_url: str | None = _d("engine.url")
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # [mcp.servers.NAME]: name -> mcp.McpServerConfig
+    announce_steer: bool = _d("announce.steer")
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""
@@ -141,6 +152,9 @@ class Settings:
             for i, h in enumerate(self.hooks[event]):
                 key = f"hooks.{event}[{i}]"
                 yield key, h, self.sources.get(key, "default")
+        for name in sorted(self.mcp_servers):
+            key = f"mcp.servers.{name}"
+            yield key, _mcp_shown(self.mcp_servers[name], masked), self.sources.get(key, "default")
 
     def to_dict(self, *, masked: bool = True) -> dict[str, dict[str, Any]]:
         """``{dotted key: {"value": ..., "source": ...}}`` (API keys masked by default)."""

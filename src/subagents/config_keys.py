@@ -120,6 +120,10 @@ _FIXED: tuple[Key, ...] = (
         "what happens to the runs a dead process left unfinished", field="on_restart"),
     Key("cleanup", "archive_after_minutes", "non-negative number", 60.0,
         "minutes after its end a finished run's transcript is archived", field="archive_after_minutes"),
+    Key("announce", "steer", "boolean", True,
+        "a background child's result is injected into its running parent at the parent's next tool boundary; "
+        "`false`: queued as a follow-up turn, given when the parent ends its turn (or is resumed)",
+        field="announce_steer"),
     Key("tools", "bash_timeout_s", "positive number", 120.0, "default time limit of one `bash` command",
         field="bash_timeout_s"),
     Key("limits", "max_turns", "non-negative integer", 50, "turns of a sub-agent that sets none (0: no limit)",

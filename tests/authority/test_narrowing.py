@@ -17,13 +17,13 @@ from subagents.tools.agents import AGENT_TOOLS
 from subagents.tools.builtin import builtin_tools
 
 MODES = ["plan", "default", "autoEdit", "yolo"]
-FILE_TOOLS = ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "bash", "todo_write"]
+FILE_TOOLS = [t.name for t in builtin_tools()]  # every built-in tool (reading, editing, shell, web, todo, skill)
 AGENT = ["spawn_agent", "send_input", "wait", "close_agent", "resume_agent", "list_agents"]
 # what each built-in type gets as the child of a general-purpose root (which has every tool)
 EXPECTED_TOOLS = {
     "general-purpose": FILE_TOOLS + AGENT,
-    "explore": ["read_file", "list_dir", "glob", "grep"],
-    "plan": ["read_file", "list_dir", "glob", "grep", "todo_write"],
+    "explore": ["read_file", "list_dir", "glob", "grep", "repo_map"],
+    "plan": ["read_file", "list_dir", "glob", "grep", "todo_write", "todo_read", "notepad_write"],
     "verify": ["read_file", "list_dir", "glob", "grep", "bash"],
     "coordinator": AGENT,
 }

@@ -125,7 +125,7 @@ def test_builtins_have_the_promised_fences(tmp_path: Path) -> None:
     defs = load_definitions(tmp_path, user_dir=tmp_path / "u", home=tmp_path / "h", extensions=False)
     assert defs.names() == ["coordinator", "explore", "general-purpose", "plan", "verify"]
     assert defs.get("general-purpose").tools is None
-    assert defs.get("explore").tools == ["read_file", "list_dir", "glob", "grep"]
+    assert defs.get("explore").tools == ["read_file", "list_dir", "glob", "grep", "repo_map"]
     plan = defs.get("plan")
     assert not {"write_file", "edit_file", "bash"} & set(plan.tools or [])
     assert "skill" in plan.disallowed_tools

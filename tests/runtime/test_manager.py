@@ -168,9 +168,9 @@ async def test_explore_cannot_write(workdir: Path) -> None:
 
     async with runtime(workdir, fn) as rt:
         r = await rt.run("go")
-    assert sorted(offered) == ["glob", "grep", "list_dir", "read_file"]
+    assert sorted(offered) == ["glob", "grep", "list_dir", "read_file", "repo_map"]
     assert r.text == ("tool 'write_file' is not available to agent type 'explore': it is outside this agent's "
-                      "tool fence and was not run. Use one of: read_file, list_dir, glob, grep")
+                      "tool fence and was not run. Use one of: read_file, list_dir, glob, grep, repo_map")
     assert not (workdir / "pwned.txt").exists()
 
 
@@ -196,8 +196,8 @@ async def test_background_announcement_injected_at_next_tool_boundary(workdir: P
         await rt.run("go")
     assert len(seen_texts) == 1
     t = seen_texts[0]
-    assert t.startswith("<subagent-notification>\nA background agent 'scan' (explore-ada, id ")
-    assert "just completed.\n\nFindings:\nbackground findings\n\nStats: runtime " in t
+    assert t.startswith('<subagent-notification>\nA background task "scan" (explore-ada, id ')
+    assert "just completed successfully.\n\nFindings:\nbackground findings\n\nStats: runtime " in t
 
 
 async def test_announcement_queued_as_followup_when_parent_idle(workdir: Path) -> None:

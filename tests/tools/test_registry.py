@@ -283,17 +283,21 @@ async def test_sync_tools_run_in_a_worker_thread_unless_inline(ctx: ToolContext)
 
 
 def test_parallel_safety_follows_the_category() -> None:
-    assert [t.parallel_safe for t in BUILTIN_TOOLS] == [True, True, True, True, False, False, False, True]
+    assert {t.name: t.parallel_safe for t in BUILTIN_TOOLS} == {
+        "read_file": True, "list_dir": True, "glob": True, "grep": True, "repo_map": True, "write_file": False,
+        "edit_file": False, "bash": False, "web_fetch": False, "todo_write": True, "todo_read": True,
+        "notepad_write": True, "skill": True}
 
 
 def test_builtin_tools() -> None:
     assert [t.name for t in BUILTIN_TOOLS] == [
-        "read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "bash", "todo_write",
+        "read_file", "list_dir", "glob", "grep", "repo_map", "write_file", "edit_file", "bash", "web_fetch",
+        "todo_write", "todo_read", "notepad_write", "skill",
     ]  # fmt: skip
     assert all(isinstance(t, Tool) for t in BUILTIN_TOOLS)
     fresh = builtin_tools()
     assert fresh == list(BUILTIN_TOOLS)
     fresh.clear()
-    assert len(builtin_tools()) == 8
+    assert len(builtin_tools()) == 13
     reg = ToolRegistry(builtin_tools(), allow=["read_file", "grep"], agent_type="explore")
     assert [s.name for s in reg.specs()] == ["read_file", "grep"]

@@ -76,8 +76,8 @@ class Authority:
                                                         else (lambda agent_id, hold: None))
         self.interactive = interactive
 
-    def guard(self, info: AgentInfo, mode: str, root_id: str) -> AgentGuard:
-        return AgentGuard(self, info, mode, root_id)
+    def guard(self, info: AgentInfo, mode: str, root_id: str, context: ToolContext | None = None) -> AgentGuard:
+        return AgentGuard(self, info, mode, root_id, context)
 
     def has_hooks(self, event: str) -> bool:
         return self.hooks is not None and self.hooks.has(event)
@@ -86,13 +86,15 @@ class Authority:
 class AgentGuard:
     """The policy for one agent: its mode, its tree (for "allow always" rules) and the shared authority."""
 
-    __slots__ = ("auth", "info", "mode", "root_id")
+    __slots__ = ("auth", "context", "info", "mode", "root_id")
 
-    def __init__(self, auth: Authority, info: AgentInfo, mode: str, root_id: str) -> None:
+    def __init__(self, auth: Authority, info: AgentInfo, mode: str, root_id: str,
+                 context: ToolContext | None = None) -> None:
         self.auth = auth
         self.info = info
         self.mode = mode
         self.root_id = root_id
+        self.context = context  # the agent's tool context: its seed-001 fields go into every hook's input
 
     # -- tool calls -------------------------------------------------------------------------------
     async def run_call(self, call: ToolUseBlock, registry: ToolRegistry, ctx: ToolContext) -> ToolResultBlock:
@@ -228,7 +230,8 @@ class AgentGuard:
         inp = HookInput(event=event, agent_id=i.id, nickname=i.nickname, agent_type=i.agent_type, depth=i.depth,
                         parent_id=i.parent_id, cwd=self.auth.root, tool=tool, arguments=arguments, result=result,
                         is_error=is_error, prompt=prompt, permission_mode=self.mode,
-                        extra={"session_id": self.root_id, **(extra or {})})
+                        extra={"session_id": self.root_id,
+                               **(self.context.shared_fields() if self.context is not None else {}), **(extra or {})})
         out = await hooks.run(event, inp, match=match)
         for e in out.errors:
             data = {"event": event, "tool": tool, "hook": e.spec.command or getattr(e.spec.callback, "__name__", "?"),

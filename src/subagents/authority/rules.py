@@ -36,7 +36,7 @@ __all__ = ["TOOL_ALIASES", "Rule", "command_segments", "escape", "parse_rule", "
 TOOL_ALIASES = {
     "bash": "bash", "read": "read_file", "write": "write_file", "edit": "edit_file", "multiedit": "edit_file",
     "glob": "glob", "grep": "grep", "ls": "list_dir", "task": "spawn_agent", "agent": "spawn_agent",
-    "todowrite": "todo_write",
+    "todowrite": "todo_write", "webfetch": "web_fetch",
 }
 """Claude Code / Qwen tool names (lower-cased) -> ours."""
 
@@ -71,6 +71,8 @@ class Rule:
         if self._spec_rx is None:
             return True
         rx = self._spec_rx
+        if tool == "web_fetch" and self.specifier is not None and self.specifier.startswith("domain:"):
+            return _domain_matches(self.specifier[len("domain:"):], str(arguments.get("url", "")))
         if tool == "bash":
             return _command_matches(rx, str(arguments.get("command", "")), allow=allow)
         if tool in _PATH_TOOLS:
@@ -82,6 +84,23 @@ class Rule:
 
     def __str__(self) -> str:
         return self.text
+
+
+def _domain_matches(pattern: str, url: str) -> bool:
+    """Claude Code's ``WebFetch(domain:example.com)``: the URL's host is that domain (``*.example.com``: a
+    subdomain of it); the rest of the URL never counts (``https://evil.com/?example.com`` does not match)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return False
+    pattern = pattern.strip().lower().rstrip(".")
+    if not host or not pattern:
+        return False
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern
 
 
 def parse_rule(text: str, source: str = "") -> Rule:

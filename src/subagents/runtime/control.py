@@ -10,15 +10,16 @@ import json
 import math
 import weakref
 from json.encoder import encode_basestring_ascii
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..exceptions import SpawnError, ToolError
+from ..exceptions import SpawnError, ToolError, UserError
 from ..tools.control import TeamControl
 from .limits import Limits
 from .node import AgentNode
 from .prompts import compressed_result
 from .recovery import adopt_children
 from .result import RunResult
+from .structured import attach, output_spec
 
 if TYPE_CHECKING:
     from .manager import AgentManager
@@ -111,7 +112,7 @@ class ManagerControl:
     async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
                           background: bool | None, model: str | None, isolation: str | None = None, *,
                           label: str | None = None, cleanup: str | None = None,
-                          run_timeout_s: float | None = None) -> str:
+                          run_timeout_s: float | None = None, output_schema: dict[str, Any] | None = None) -> str:
         caller = self._caller(caller_id)
         if model is not None and "@" in model:
             raise ToolError(f"model {model!r} names a server: an agent may choose a model, not where the runtime "
@@ -120,11 +121,16 @@ class ManagerControl:
                             "base_url or an agent definition")
         limits = Limits(timeout_s=_run_timeout(run_timeout_s)) if run_timeout_s is not None else None
         try:
+            spec = output_spec(output_schema=output_schema)
+        except UserError as e:
+            raise ToolError(f"{e}. Fix output_schema and spawn again.") from None
+        try:
             node = self.mgr.spawn(agent_type=agent_type, prompt=prompt, parent_id=caller.id,
                                   description=description, background=background, model=model, isolation=isolation,
                                   label=_label(label), cleanup=_cleanup(cleanup), limits=limits)
         except SpawnError as e:
             raise ToolError(str(e)) from None
+        attach(node.core, spec)
         if node.background:
             ahead = self.mgr.slots.ahead(node)
             if ahead is None and not node.narrowed:  # the common case: json.dumps of the dict below, by template

@@ -23,10 +23,11 @@ _auto = itertools.count()
 
 
 class Inbox:
-    __slots__ = ("_items", "on_deliver")
+    __slots__ = ("_items", "_later", "on_deliver")
 
     def __init__(self, on_deliver: Callable[[list[str]], None] | None = None) -> None:
         self._items: dict[str, str] = {}
+        self._later: set[str] = set()  # follow-ups: delivered when the agent ends its turn, not at a tool boundary
         self.on_deliver = on_deliver  # receives the keys of delivered items
 
     def __bool__(self) -> bool:
@@ -35,21 +36,32 @@ class Inbox:
     def __len__(self) -> int:
         return len(self._items)
 
-    def put(self, text: str, key: str | None = None) -> None:
-        self._items[key if key is not None else f"auto:{next(_auto)}"] = text
+    def put(self, text: str, key: str | None = None, *, steer: bool = True) -> None:
+        k = key if key is not None else f"auto:{next(_auto)}"
+        self._items[k] = text
+        if not steer:
+            self._later.add(k)
 
     def discard(self, key: str) -> bool:
+        self._later.discard(key)
         return self._items.pop(key, None) is not None
+
+    def steering(self) -> bool:
+        """Whether a message waits that may be delivered at a tool boundary (not only follow-ups)."""
+        return len(self._items) > len(self._later)
 
     def keys(self) -> list[str]:
         return list(self._items)
 
-    def drain(self) -> list[str]:
-        """Take every waiting message, in arrival order (and report their keys as delivered)."""
+    def drain(self, *, followups: bool = True) -> list[str]:
+        """Take the waiting messages in arrival order (``followups=False``: leave the follow-ups), report their keys."""
         if not self._items:
             return []
-        keys, texts = list(self._items), list(self._items.values())
-        self._items.clear()
+        keys = list(self._items) if followups else [k for k in self._items if k not in self._later]
+        if not keys:
+            return []
+        texts = [self._items.pop(k) for k in keys]
+        self._later.difference_update(keys)
         if self.on_deliver is not None:
             self.on_deliver(keys)
         return texts

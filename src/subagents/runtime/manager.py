@@ -39,7 +39,8 @@ from ..models.base import AgentInfo, Model
 from ..sandbox.workspace import Workspace
 from ..sandbox.worktree import plan_worktree
 from ..store.base import AnnouncementRecord, Store
-from ..tools.base import Tool, ToolContext
+from ..tools.base import Tool
+from ..tools.todo_store import TodoStore
 from . import isolation as worktrees
 from . import waiting
 from .delivery import Announcements
@@ -53,6 +54,7 @@ from .node import AgentNode
 from .prompts import announcement_text
 from .recorder import Recorder
 from .result import RunResult
+from .shared import latest_notes, spawn_briefing, tool_context
 from .slots import SlotPool
 from .status import Outcome, Status
 from .tree import AgentTree
@@ -88,9 +90,9 @@ class AgentManager:
         self.tree = AgentTree(self.nicknames)
         self.nodes = self.tree.nodes
         self.recorder = Recorder(store, bus, self.nodes)
-        self.announcements = Announcements(self.nodes, self.recorder)
+        self.announcements = Announcements(self.nodes, self.recorder, settings)
         self.slots = SlotPool(settings.max_threads, settings.max_depth, self.tree.slot_holders, settings.when_full)
-        self.todos: dict[str, list[dict[str, Any]]] = {}
+        self.todos: dict[str, TodoStore] = {}  # root id -> its tree's todo lists (runtime/shared.py)
         self.factory = AgentFactory(self.tools, max_depth=settings.max_depth, runtime_mode=settings.permission_mode,
                                     workdir=str(workspace.root), model=model, resolve_model=resolve_model)
         self.authority: Authority | None = None  # the runtime's permission rules, approver and hooks
@@ -207,17 +209,15 @@ class AgentManager:
                 self.nicknames.release(nickname)
                 raise
         system = self.factory.system_prompt(base, d, is_child=parent is not None, mode=grant.mode,
-                                            briefing=self.cfg.briefing, notes=tuple(self.notepad[-10:]),
+                                            briefing=spawn_briefing(self.cfg.briefing, parent),
+                                            notes=latest_notes(self.notepad),
                                             workdir=str(worktree.root if worktree else ws.root))
         root_id = parent.root_id if parent else agent_id
-        todos = self.todos.setdefault(root_id, [])
-        ctx = ToolContext(agent=info, workspace=ws, todos=todos, control=self.control,
-                          bash_timeout_s=self.cfg.bash_timeout_s, sandbox=sandbox,
-                          shell_writable=grant.mode != "plan")
+        ctx = tool_context(self, info, parent, root_id, workspace=ws, sandbox=sandbox, mode=grant.mode)
         core = AgentCore(info=info, model=mdl, system=system, registry=grant.registry, ctx=ctx, limits=limits,
                          bus=self.bus, messages=list(history) if history else None, prices=self.cfg.prices)
         if self.authority is not None:
-            core.guard = self.authority.guard(info, grant.mode, root_id)
+            core.guard = self.authority.guard(info, grant.mode, root_id, ctx)
         node = AgentNode(info=info, definition=d, core=core, root_id=root_id, label=label or description or prompt[:60],
                          task_text=prompt, background=d.background if background is None else background,
                          limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup, mode=grant.mode,

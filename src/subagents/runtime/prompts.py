@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .result import RunResult
+from .result import RunResult, trigger_message
 
 __all__ = [
     "DEFAULT_BASE_PROMPT",
@@ -82,8 +82,5 @@ def compressed_result(r: RunResult, cap: int) -> str:
 
 
 def announcement_text(r: RunResult, label: str, cap: int) -> str:
-    """The notification a background child's parent receives when it ends."""
-    verb = {"ok": "completed", "cancelled": "was closed"}.get(str(r.outcome), f"ended ({r.outcome})")
-    body = _capped(r.text, cap, r.id) if r.text else "(no output)"
-    return (f"<subagent-notification>\nA background agent {label!r} ({r.nickname}, id {r.id}) just {verb}.\n\n"
-            f"Findings:\n{body}\n\nStats: {r.stats_line()}\n</subagent-notification>")
+    """The trigger message a background child's parent receives when it ends (seed 003's announce flow)."""
+    return trigger_message(r, label, _capped(r.text, cap, r.id) if r.text else "")

@@ -41,27 +41,27 @@ from .control import ManagerControl
 from .events import Event, EventBus, EventCallback
 from .handles import AgentHandle, AgentSummary
 from .limits import Limits
-from .manager import AgentManager, ManagerSettings
-from .prompts import DEFAULT_BASE_PROMPT
+from .manager import AgentManager
 from .recovery import RestoreReport, adopt_tree, record_result
 from .recovery import restore as restore_runs
 from .result import RunResult
 from .retention import Retention
 from .status import Outcome, Status
+from .structured import attach, output_spec
 from .sweeper import Sweeper
 from .team_handle import Team
 from .teams import restore_teams, team_service
 from .waiting import wait_stored
-from .wiring import attach_mcp, build_authority, build_tracing, run_remote
+from .wiring import attach_mcp, build_authority, build_tracing, manager_settings, run_remote
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
 
 
-def _builtin_tools() -> list[Tool]:
+def _builtin_tools(workdir: Path) -> list[Tool]:
     from ..tools.builtin import builtin_tools
 
-    return builtin_tools()
+    return builtin_tools(workdir)
 
 
 def _resolve_with(providers: Mapping[str, Mapping[str, Any]], clients: ClientPool, spec: Model | str) -> Model:
@@ -125,21 +125,15 @@ class Runtime:
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
-        universe = [*(_builtin_tools() if builtin_tools else []), *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
+        builtins = _builtin_tools(self.workdir) if builtin_tools else []
+        universe = [*builtins, *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
         for t in universe:  # a bad schema is refused here, naming the tool (compiled once per schema)
             check_schema(t.parameters, tool=t.name)
         self.manager = AgentManager(
             definitions=self.definitions, tools=universe, model=self.model,
             resolve_model=functools.partial(_resolve_with, s.providers, self.clients),  # no cycle through self
             workspace=self.workspace, store=self.store, bus=self.bus,
-            settings=ManagerSettings(max_threads=s.max_threads, max_depth=s.max_depth,
-                                     result_max_chars=s.result_max_chars,
-                                     base_prompt=system_prompt if system_prompt is not None else DEFAULT_BASE_PROMPT,
-                                     briefing=s.briefing, bash_timeout_s=s.bash_timeout_s,
-                                     default_limits=Limits(max_turns=s.root_max_turns or None).merged(limits),
-                                     child_limits=Limits(max_turns=s.child_max_turns or None),
-                                     permission_mode=s.permission_mode, prices=self.prices,
-                                     when_full=s.when_full),
+            settings=manager_settings(s, system_prompt, limits, self.prices),
             control_factory=ManagerControl,
         )
         from ..sandbox.shell import ShellSandbox  # loaded with the first Runtime, not on `import subagents`
@@ -155,9 +149,9 @@ class Runtime:
         self.mcp: Any = attach_mcp(self.manager, self.workdir, policy, s, self.definitions.by_name.values())
         """The runtime's MCP servers (``None``: none configured); each starts with the first agent that may use it."""
         self.tracing: Any = build_tracing(telemetry, s, self.bus, self.store)
+        """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
         self.engine_url = engine if engine is not None else s.engine_url  # None: agents run in this process
         self._remote: Any = None  # the Temporal engine's client, connected on first use
-        """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
         self._sweeper_task: RunHandle[None] | None = None
         self._restored = False
@@ -222,13 +216,20 @@ class Runtime:
 
     # -- running --------------------------------------------------------------------------------
     async def run(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
-                  model: Model | str | None = None) -> RunResult:
+                  model: Model | str | None = None, output_type: Any = None,
+                  output_schema: Mapping[str, Any] | None = None) -> RunResult:
         """Run a root agent to the end and return its result (limits stop it with partial work).
 
+        ``output_type`` (a pydantic model class) or ``output_schema`` (a JSON schema): the agent must end
+        with a valid ``final_result`` call; ``result.output`` is the validated value, ``result.text`` its JSON.
         With ``engine="temporal://..."`` (or ``[engine] url``) the run goes to Temporal workers instead."""
+        spec = output_spec(output_type, output_schema)
         if self.engine_url:
+            if spec is not None:
+                raise UserError("structured results (output_type/output_schema) need the local engine for now")
             return await run_remote(self, prompt, agent, limits, model)
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
+        attach(node.core, spec)
         return await self.manager.wait_one(node)
 
     async def events_delivered(self) -> None:
@@ -251,12 +252,14 @@ class Runtime:
             await fut
 
     def run_sync(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
-                 model: Model | str | None = None) -> RunResult:
+                 model: Model | str | None = None, output_type: Any = None,
+                 output_schema: Mapping[str, Any] | None = None) -> RunResult:
         """:meth:`run` from synchronous code (starts and ends its own event loop)."""
         async def go() -> RunResult:
             self._in_run_sync = True  # no restore here: its loop ends with this call and would cancel them
             try:
-                return await self.run(prompt, agent, limits=limits, model=model)
+                return await self.run(prompt, agent, limits=limits, model=model, output_type=output_type,
+                                      output_schema=output_schema)
             finally:
                 self._in_run_sync = False
                 await self.manager.shutdown()
@@ -268,11 +271,14 @@ class Runtime:
 
     async def spawn(self, prompt: str, agent: str = "general-purpose", *, background: bool = True,
                     label: str | None = None, limits: Limits | None = None, model: Model | str | None = None,
-                    parent: str | None = None, cleanup: str = "keep", isolation: str | None = None) -> AgentHandle:
+                    parent: str | None = None, cleanup: str = "keep", isolation: str | None = None,
+                    output_type: Any = None, output_schema: Mapping[str, Any] | None = None) -> AgentHandle:
         """Start an agent and return its handle at once (``parent``: spawn it as that agent's child;
-        ``isolation="worktree"``: in its own git worktree)."""
+        ``isolation="worktree"``: in its own git worktree; ``output_type``/``output_schema``: as for :meth:`run`)."""
+        spec = output_spec(output_type, output_schema)
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=background,
                            label=label, parent=parent, cleanup=cleanup, isolation=isolation)
+        attach(node.core, spec)
         return AgentHandle(node.id, node.nickname, node.info.agent_type,
                            queued=self.manager.slots.ahead(node) is not None)
 

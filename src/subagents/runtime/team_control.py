@@ -95,6 +95,9 @@ class TeamTools:
         except TeamError as e:
             raise ToolError(str(e)) from None
         self.svc.roles.pop(caller_id, None)
+        lead = self.svc.mgr.nodes.get(caller_id)
+        if lead is not None:  # no longer a lead: what its tools and hooks see (seed 001's context fields)
+            lead.core.ctx.team_name, lead.core.ctx.is_team_lead = None, False
         self.svc.emit(caller_id, "team_deleted", team=team.name)
         return f"team {team.name} deleted"
 

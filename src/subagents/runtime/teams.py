@@ -119,6 +119,9 @@ class TeamService:
         """Give ``node`` its role (a new or restored member, or a lead): its team tools join its fence, and mail its
         inbox delivers is acknowledged."""
         self.roles[node.id] = role
+        ctx = node.core.ctx  # seed 001's context fields: what tools and hooks see of the role
+        ctx.team_name, ctx.is_team_lead = role.team, role.name == LEAD
+        ctx.agent_name = node.info.agent_type if role.name == LEAD else role.name
         node.core.registry = node.core.registry.extended(TEAM_TOOLS if role.name == LEAD else MEMBER_TOOLS)
         inner = node.core.inbox.on_deliver
         service = weakref.proxy(self)

@@ -21,14 +21,30 @@ from ..config import Settings
 from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, UserError
 from ..models.base import AgentInfo
+from ..models.pricing import PriceTable
 from ..store.base import Store
 from .events import Event, EventBus
+from .factory import ManagerSettings
+from .limits import Limits
+from .prompts import DEFAULT_BASE_PROMPT
 from .result import RunResult
 
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["attach_mcp", "build_authority", "build_tracing", "run_remote"]
+__all__ = ["attach_mcp", "build_authority", "build_tracing", "manager_settings", "run_remote"]
+
+
+def manager_settings(s: Settings, system_prompt: str | None, limits: Limits | None, prices: PriceTable
+                     ) -> ManagerSettings:
+    """The manager's knobs from the runtime's settings and arguments."""
+    return ManagerSettings(
+        max_threads=s.max_threads, max_depth=s.max_depth, result_max_chars=s.result_max_chars,
+        base_prompt=system_prompt if system_prompt is not None else DEFAULT_BASE_PROMPT,
+        briefing=s.briefing, bash_timeout_s=s.bash_timeout_s,
+        default_limits=Limits(max_turns=s.root_max_turns or None).merged(limits),
+        child_limits=Limits(max_turns=s.child_max_turns or None), permission_mode=s.permission_mode,
+        prices=prices, when_full=s.when_full, announce_steer=s.announce_steer)
 
 
 async def run_remote(rt: Any, prompt: str, agent: str, limits: Any, model: Any) -> RunResult:
@@ -52,6 +68,7 @@ def attach_mcp(mgr: AgentManager, workdir: Path, policy: Any, s: Settings, defin
 
     mcp = open_mcp(workdir, mgr.workspace, policy, settings_servers=s.mcp_servers,
                    definitions=[(d.extra, d.source) for d in definitions])
+    mgr.factory.mcp_servers = frozenset(mcp.servers) if mcp is not None else frozenset()
     if mcp is None:
         return None
 

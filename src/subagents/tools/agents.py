@@ -11,7 +11,7 @@ the manager hands to every agent's :class:`~subagents.tools.base.ToolContext` (t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from ..exceptions import ToolError
 from .base import FunctionTool, Tool, ToolCategory, ToolContext
@@ -31,7 +31,7 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
                       isolation: Literal["worktree"] | None = None, team: str | None = None,
                       name: str | None = None, require_plan_approval: bool = False, label: str | None = None,
                       cleanup: Literal["keep", "delete"] | None = None,
-                      run_timeout_s: float | None = None) -> str:
+                      run_timeout_s: float | None = None, output_schema: dict[str, Any] | None = None) -> str:
     """Start a sub-agent with a fresh conversation to do one task.
 
     In the foreground (default) this call returns when the sub-agent ends, with its final answer
@@ -58,8 +58,12 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
             (default; archived later) or "delete".
         run_timeout_s: stop the sub-agent after this many seconds of wall time (it ends "timed out" with
             its partial work).
+        output_schema: a JSON schema the sub-agent's result must match; it then ends by calling final_result,
+            and you receive the validated result as JSON.
     """
     if team is not None or name is not None:
+        if output_schema is not None:
+            raise ToolError("output_schema is for plain sub-agents; a teammate reports by mail")
         if team is None or name is None:
             raise ToolError("a teammate needs both team and name: spawn_agent(..., team='<team>', name='<name>')")
         teams = _control(ctx).teams
@@ -67,7 +71,8 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
             raise ToolError("this runtime has no team service; spawn a plain sub-agent (omit team and name)")
         return await teams.spawn_teammate(ctx.agent.id, team, name, agent_type, prompt, model, require_plan_approval)
     return await _control(ctx).spawn_agent(ctx.agent.id, agent_type, prompt, description, background, model,
-                                           isolation, label=label, cleanup=cleanup, run_timeout_s=run_timeout_s)
+                                           isolation, label=label, cleanup=cleanup, run_timeout_s=run_timeout_s,
+                                           output_schema=output_schema)
 
 
 async def send_input(ctx: ToolContext, agent_id: str, message: str) -> str:

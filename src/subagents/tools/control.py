@@ -6,7 +6,7 @@ can name it without an import cycle; the runtime implements it (``runtime/contro
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["AgentControl", "TeamControl"]
 
@@ -18,7 +18,9 @@ class AgentControl(Protocol):
     """
 
     async def spawn_agent(self, caller_id: str, agent_type: str, prompt: str, description: str,
-                          background: bool, model: str | None, isolation: str | None = None) -> str: ...
+                          background: bool | None, model: str | None, isolation: str | None = None, *,
+                          label: str | None = None, cleanup: str | None = None,
+                          run_timeout_s: float | None = None, output_schema: dict[str, Any] | None = None) -> str: ...
 
     async def send_input(self, caller_id: str, agent_id: str, message: str) -> str: ...
 
