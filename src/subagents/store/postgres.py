@@ -97,7 +97,7 @@ class PostgresStore:
             raise ValueError("max_backlog must be at least 2 operations")
         if not 0 < (renew_s if renew_s is not None else lease_s / 6) < lease_s:
             raise ValueError("renew_s must be positive and shorter than lease_s")
-        self.url = url
+        self.url = url  # as given (a password in it too); messages show ``where``, never the password
         self.where = describe(url)
         self.owner = new_owner_id()
         self.lease_s = lease_s
