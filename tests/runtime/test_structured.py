@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, RootModel
 
 from subagents import Limits, Outcome, Runtime, Status, UserError, tool
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+from subagents.tools.base import ToolContext
 
 
 class Finding(BaseModel):
@@ -227,3 +228,28 @@ async def test_a_root_model_is_wrapped_its_refs_still_resolve_and_errors_name_th
     assert is_error
     assert "1.line: Field required" in why
     assert "errors.pydantic.dev" not in why
+
+
+async def test_a_message_arriving_with_the_result_is_read_before_the_run_ends(workdir: Path) -> None:
+    seen: list[ModelRequest] = []
+    rt: Runtime  # bound below; the tool reaches it when it runs
+
+    @tool(category="read")
+    async def look(ctx: ToolContext) -> str:
+        """Look around (and get told something meanwhile)."""
+        await rt.send_input(ctx.agent.id, "also check c.py")
+        return "seen"
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        seen.append(snap(req))
+        if len(seen) == 1:
+            return ModelResponse(tool_calls=[ToolCall("look", {}, id="l"),
+                                             ToolCall("final_result", {"summary": "a", "findings": []}, id="f")])
+        return final({"summary": "a and c", "findings": []})
+
+    rt = Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://", tools=[look])
+    async with rt:
+        r = await rt.run("go", output_type=Report)
+    assert r.turns == 2
+    assert r.output == Report(summary="a and c", findings=[])
+    assert "also check c.py" in seen[1].messages[-1].text

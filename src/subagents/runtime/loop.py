@@ -11,8 +11,8 @@ Contract of :meth:`AgentCore.run` (each step is one method below):
 4. Append the assistant message; add usage and cost to the budget and check ``max_tokens`` and
    ``max_cost_usd`` (spent + reserved for children).
 5. Decide: no tool calls → :class:`Final` (unless messages wait in the inbox: then they are
-   appended and the run goes on); else run the tools.  A run with an ``output`` (structured
-   results, :mod:`.structured`) ends only with a valid ``final_result`` call instead.
+   appended and the run goes on); else run the tools.  A run with an ``output`` (:mod:`.structured`)
+   ends only with a valid ``final_result`` call instead.
 6. Run the tool calls: consecutive parallel-safe calls (read-only and agent tools) concurrently,
    the others one by one, in order.  The registry enforces the fence and the argument schema;
    every failure is a tool error the model sees, never an exception.
@@ -27,8 +27,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
 
 from ..exceptions import LimitExceeded, ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
@@ -42,45 +40,13 @@ from .limits import Budget, Limits
 from .result import RunResult
 from .status import Outcome, Status
 from .structured import FINAL_RESULT, REMINDER, Expectation
+from .turns import CallGuard, Final, RunAgain, Stopped, TurnDecision
 
 __all__ = ["AgentCore", "CallGuard", "Final", "RunAgain", "Stopped", "TurnDecision"]
 
-
-@dataclass(slots=True, frozen=True)
-class Final:
-    """The model gave its final answer."""
-
-    text: str
-
-
-@dataclass(slots=True, frozen=True)
-class RunAgain:
-    """Tool results were appended; call the model again."""
-
-
-@dataclass(slots=True, frozen=True)
-class Stopped:
-    """The runtime stopped the run (a limit, a timeout, an error, a close)."""
-
-    outcome: Outcome
-    limit: str | None = None
-    error: str | None = None
-
-
-TurnDecision = Final | RunAgain | Stopped
 MAX_STOP_HOOK_TURNS = 8
 """How many times in a row Stop / SubagentStop hooks may send an agent back to work before it ends anyway."""
 MessageSink = Callable[[Message], None]
-
-
-class CallGuard(Protocol):
-    """The authority's interface to the loop (``authority.guard.AgentGuard``): every tool call goes through it."""
-
-    async def run_call(self, call: ToolUseBlock, registry: ToolRegistry, ctx: ToolContext) -> ToolResultBlock: ...
-
-    async def on_start(self, prompt: str) -> tuple[str, str | None]: ...
-
-    async def on_final(self, text: str, again: bool) -> str | None: ...
 
 
 class AgentCore:
@@ -273,7 +239,11 @@ class AgentCore:
         text = out.text
         if text is None:
             return RunAgain()
-        if any(type(b) is TextBlock for b in self.messages[-1].content) or await self._sent_back(text):
+        arrived = any(type(b) is TextBlock for b in self.messages[-1].content)
+        if self.inbox:  # follow-ups wait for the end of the turn, which this would be
+            self._append(Message("user", self._drain_inbox()))
+            arrived = True
+        if arrived or await self._sent_back(text):
             out.reset()  # messages arrived with the result, or a Stop hook objected: the agent goes on
             return RunAgain()
         return Final(text)
@@ -339,8 +309,8 @@ class AgentCore:
                 results.append(await self._run_one(blocks[i]))
             i = j
         out: list[TextBlock | ToolUseBlock | ToolResultBlock] = list(results)
-        if self.inbox:
-            out.extend(self._drain_inbox())
+        if self.inbox.steering():  # follow-ups ([announce] steer = false) wait for the end of the turn
+            out.extend(TextBlock(t) for t in self.inbox.drain(followups=False))
         self._append(Message("user", out))
 
     def _parallel_safe(self, b: ToolUseBlock) -> bool:
