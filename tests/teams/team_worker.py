@@ -5,8 +5,8 @@
 worker process has said it is ready (a file in ``READY_DIR``), and writes its log to ``OUT`` (JSON).
 ``DB``: a SQLite file, or a store URL (``postgresql://...``).
 
-``python team_worker.py mail DB TEAM`` sends mail and claims and completes tasks, printing ``SENT <seq>``,
-``CLAIMED <id>``, ``DONE <id>`` once each has been committed, until it is killed.
+``python team_worker.py mail DB TEAM`` (``DB``: likewise) sends mail and claims and completes tasks, printing
+``SENT <seq>``, ``CLAIMED <id>``, ``DONE <id>`` once each has been committed, until it is killed.
 
 Every claim is logged with ``time.monotonic_ns()`` taken after it returned, and every completion with
 the time taken *before* it was asked for (so before its commit): a claim that came after its blockers'
@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from subagents.store import Store
 from subagents.teams.model import MemberRecord, TaskStatus
 from subagents.teams.store import TeamStore
 
@@ -109,11 +110,17 @@ def violations(deps: dict[int, tuple[int, ...]], log: list[tuple[Any, ...]], ts:
     return out
 
 
-def _claim_main(db: str, team: str, first: int, count: int, out: str, ready_dir: str, procs: int) -> None:
+def open_db(db: str) -> Store:
+    """The run store at ``db``: a SQLite file, or a store URL (``postgresql://...``)."""
     from subagents.store import open_store
+
+    return open_store(db if "://" in db else f"sqlite:///{Path(db).resolve()}", Path.cwd())
+
+
+def _claim_main(db: str, team: str, first: int, count: int, out: str, ready_dir: str, procs: int) -> None:
     from subagents.teams import open_team_store
 
-    store = open_store(db if "://" in db else f"sqlite:///{Path(db).resolve()}", Path.cwd())  # a file or a URL
+    store = open_db(db)
     try:
         ts = open_team_store(store)
         n = len(ts.tasks(team))
@@ -127,10 +134,9 @@ def _claim_main(db: str, team: str, first: int, count: int, out: str, ready_dir:
 
 
 def _mail_main(db: str, team: str) -> None:
-    from subagents.store.sqlite import SQLiteStore
     from subagents.teams import open_team_store
 
-    store = SQLiteStore(db)
+    store = open_db(db)
     ts = open_team_store(store)
     print("READY", flush=True)
     i = 0
