@@ -436,3 +436,30 @@ def test_a_store_is_migrated_forward_keeping_its_data(pg_url: str, monkeypatch: 
     with psycopg.connect(pg_url) as c:
         assert c.execute("SELECT version FROM subagents_schema").fetchall() == [(len(later),)]
         assert c.execute("SELECT extra FROM runs").fetchall() == [("v2",)]
+
+
+def test_a_batch_the_server_rolls_back_is_sent_again(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deadlock with another machine's transaction (or a serialization failure) rolls the whole batch back:
+    the writer sends it again instead of failing; and it is reported as such, not as an unreachable server."""
+    from subagents.store._pg_support import PgWriter, pg_error
+
+    real = PgWriter._send
+    failures = [psycopg.errors.DeadlockDetected("deadlock detected")]
+
+    def flaky(self: PgWriter, calls: list[Any]) -> None:
+        if failures:
+            raise failures.pop()
+        real(self, calls)
+
+    monkeypatch.setattr(PgWriter, "_send", flaky)
+    s = PostgresStore(pg_url)
+    try:
+        s.create_run(run("r"))
+        s.flush()
+        assert failures == []
+        assert s.get_run("r") is not None
+    finally:
+        s.close()
+    msg = str(pg_error(pg_url, psycopg.errors.DeadlockDetected("deadlock detected"), "writing to it"))
+    assert msg.startswith("the PostgreSQL run store postgresql://postgres@/")
+    assert "failed while writing to it (deadlock detected)" in msg

@@ -50,7 +50,7 @@ def pg_error(url: str, e: BaseException, doing: str) -> StoreError:
     """A :class:`StoreError` naming the database, what went wrong and what to do."""
     where = describe(url)
     msg = " ".join(str(e).split()) or type(e).__name__
-    if isinstance(e, psycopg.OperationalError) and not isinstance(e, psycopg.errors.QueryCanceled):
+    if isinstance(e, psycopg.OperationalError) and (e.sqlstate is None or e.sqlstate.startswith(("08", "57P"))):
         return StoreError(f"cannot reach the PostgreSQL run store {where} ({msg}) while {doing}; check that the "
                           "server runs and that the URL's host, port, user, password and database are right, "
                           "or point [store] url at another store")
@@ -79,12 +79,15 @@ class PgReader:
         self.lock = threading.Lock()
 
     def run(self, work: Callable[[psycopg.Connection[Any]], list[Any]], doing: str) -> list[Any]:
-        """``work(connection)`` under the lock; a connection the server dropped is made again and ``work``
-        run again, once (reads, and writes that are one statement, fail or succeed whole)."""
+        """``work(connection)`` under the lock; after a connection the server dropped (made again) or a
+        transaction it rolled back, ``work`` runs again, once (it is a read, or one transaction)."""
         with self.lock:
             for attempt in (1, 2):
                 try:
                     return work(self.conn)
+                except (psycopg.errors.TransactionRollback, psycopg.errors.DeadlockDetected) as e:
+                    if attempt == 2:  # rolled back whole (a deadlock with another machine, say): once more
+                        raise pg_error(self.url, e, doing) from None
                 except psycopg.OperationalError as e:
                     if attempt == 2 or not self.conn.broken:
                         raise pg_error(self.url, e, doing) from None
@@ -104,7 +107,8 @@ class PgWriter(Writer):
     """The store's writer thread on the PostgreSQL connection ``conn`` (the thread's own: nobody else uses it).
 
     A connection the server dropped (a restart, a failover, a network cut) is made again and the batch
-    sent again, for up to ``retry_s`` seconds; only then does the writer fail.  A batch is written at
+    sent again, for up to ``retry_s`` seconds, and so is a batch the server rolled back (a deadlock with
+    another machine's transaction on the same runs, say); only then does the writer fail.  A batch is written at
     least once: if the connection broke while the server committed it, it is applied twice — harmless
     for everything a batch holds (upserts, conditional updates, deletes) except an audit entry or a
     request, which may then appear twice."""
@@ -131,20 +135,27 @@ class PgWriter(Writer):
             try:
                 self._send(calls)
                 return
+            except (psycopg.errors.TransactionRollback, psycopg.errors.DeadlockDetected) as e:  # rolled back:
+                if time.monotonic() + pause > deadline:  # (a deadlock, say): whole, so it is sent again
+                    self.error = pg_error(self.url, e, "writing to it")
+                    return
+                reconnect = False
             except psycopg.OperationalError as e:
                 if (not self.pg.broken and not self.pg.closed) or time.monotonic() + pause > deadline:
                     self.error = pg_error(self.url, e, "writing to it")
                     return
+                reconnect = True
             except (psycopg.Error, ValueError, TypeError, OverflowError) as e:
                 self.error = pg_error(self.url, e, "writing to it")
                 return
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
-            with contextlib.suppress(psycopg.Error):
-                self.pg.close()
-                self.pg = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)),
-                                          application_name="subagents")
-                self.reconnects += 1
+            if reconnect:
+                with contextlib.suppress(psycopg.Error):
+                    self.pg.close()
+                    self.pg = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)),
+                                              application_name="subagents")
+                    self.reconnects += 1
 
     def _send(self, calls: list[Call]) -> None:
         c = self.pg
