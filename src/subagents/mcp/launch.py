@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from pathlib import Path
 
 from mcp.client.stdio import StdioServerParameters
@@ -66,6 +67,8 @@ class Launcher:
         network = self.policy.network if cfg.network is None else cfg.network
         prefix = _bwrap.bwrap_argv(binary, self.workspace, network=network, writable=cfg.writable, cwd=cwd,
                                    flags=flags, hidden=hidden, guard=guard)
+        at = prefix.index("--chdir")  # the server's own program and script stay visible (e.g. a venv under /tmp)
+        prefix[at:at] = [a for p in _program_paths(cfg, root, hidden) for a in ("--ro-bind", p, p)]
         env["TMPDIR"] = "/tmp"  # private to the server
         return StdioServerParameters(command=prefix[0], args=[*prefix[1:], cfg.command, *cfg.args], env=env,
                                      cwd=root)
@@ -76,3 +79,26 @@ class Launcher:
             with contextlib.suppress(OSError):  # not empty, or already gone: leave it
                 g.rmdir()
         self.guards.clear()
+
+
+def _program_paths(cfg: McpServerConfig, root: Path, hidden: list[Path]) -> list[str]:
+    """What a sandboxed server must see of its own program read-only, when the sandbox's private ``/tmp`` (or
+    another masked folder) would hide it: the command's virtualenv (or the command itself) and the existing
+    absolute paths among its arguments (its script).  Never the workspace (bound already) nor a hidden path."""
+    assert cfg.command is not None
+    found = shutil.which(cfg.command) or cfg.command
+    command = Path(os.path.abspath(found))
+    venv = command.parent.parent
+    wanted = [venv if (venv / "pyvenv.cfg").is_file() else command]
+    wanted += [Path(a) for a in cfg.args if os.path.isabs(a) and os.path.exists(a)]
+    out: list[str] = []
+    for p in wanted:
+        p = Path(os.path.abspath(p))
+        if p == root or root in p.parents or p in (Path("/"), Path("/tmp")):
+            continue
+        if any(h == p or h in p.parents or p in h.parents for h in hidden):
+            continue
+        if str(p) not in out:
+            out.append(str(p))
+    return out
+
