@@ -13,10 +13,12 @@ Two halves, kept apart:
   Every attempt has a total deadline and a stream a stall timer (:mod:`._timeouts`); a stream that
   ends without ``message_stop`` (or without a stop reason) is truncated: retried, never an answer.
 
-Prompt caching: ``cache_control: {"type": "ephemeral"}`` marks the end of the tools, the system
-prompt and the last message — the stable prefix — so the next turn (and a child agent that shares
-the tools and system prompt) reads it from the cache.  ``Usage.input_tokens`` counts *all* input
-tokens (plain + cache read + cache write); the cache parts are reported separately too.
+Prompt caching: ``cache_control: {"type": "ephemeral"}`` marks up to four ends of stable prefixes
+(:func:`to_anthropic`): the last message (the next turn reads it), the system prefix inherited from the
+parent, the tool groups narrower children share, the system prompt, the tools — so a child agent reads
+the parent's (or a sibling's) cached prefix wherever their requests agree byte for byte.
+``Usage.input_tokens`` counts *all* input tokens (plain + cache read + cache write); the cache parts are
+reported separately too.
 
 The SDK is imported inside the functions that need it, never when ``subagents`` is imported.
 """
@@ -158,28 +160,67 @@ def _messages_out(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
+MAX_BREAKPOINTS = 4  # the Messages API accepts at most four cache_control markers per request
+_LAST_TOOLS = frozenset({"agent", "team"})
+
+
+def _tool_breaks(tools: list[ToolSpec]) -> tuple[int | None, int | None]:
+    """Where the tools that narrower fences share end: (the leading read-only run, the tools before the agent and
+    team tools) — each an index, or ``None`` when that group is not followed by other tools."""
+    n = len(tools)
+    reads = next((i for i, t in enumerate(tools) if t.category != "read"), n)
+    own = next((i for i, t in enumerate(tools) if t.category in _LAST_TOOLS), n)
+    if own < n and any(t.category not in _LAST_TOOLS for t in tools[own:]):
+        own = n  # not a tail: the list is not in cache order
+    return (reads - 1 if 0 < reads < n else None), (own - 1 if 0 < own < n and own - 1 != reads - 1 else None)
+
+
 def to_anthropic(system: str, messages: list[Message], tools: list[ToolSpec], system_prefix: int = 0
                  ) -> dict[str, Any]:
     """The ``system``, ``messages`` and ``tools`` arguments of a Messages API call, with cache breakpoints.
 
-    With ``0 < system_prefix < len(system)`` the system prompt goes as two blocks, each with a
-    breakpoint: the prefix inherited from the parent agent (shared by parent and children, so a
-    child reads the parent's cache) and the agent's own layers.
+    The provider caches in the order tools, system, messages, and a child reads its parent's cache
+    only where the bytes before a breakpoint are identical.  Candidate breakpoints, in order of
+    value (the first :data:`MAX_BREAKPOINTS` that exist are kept):
+
+    1. the last message — the next turn of this agent reads everything before it;
+    2. the end of the system prefix inherited from the parent (``0 < system_prefix < len(system)``,
+       sent as its own block) — shared by parent, children and siblings with the same tools;
+    3. the end of the leading read-only tools, then the end of the tools before the agent tools
+       (``ToolSpec.category``) — shared with children whose fence is that group (``explore``, or an
+       agent past ``max_depth``), when this agent holds more;
+    4. the end of the system prompt — shared by siblings of the same type;
+    5. the end of the tools.
     """
     params: dict[str, Any] = {"messages": _messages_out(messages)}
+    marks: list[dict[str, Any]] = []
+    if params["messages"]:
+        marks.append(params["messages"][-1]["content"][-1])
+    system_blocks: list[dict[str, Any]] = []
     if 0 < system_prefix < len(system):
-        params["system"] = [{"type": "text", "text": system[:system_prefix], "cache_control": CACHE},
-                            {"type": "text", "text": system[system_prefix:], "cache_control": CACHE}]
+        system_blocks = [{"type": "text", "text": system[:system_prefix]},
+                         {"type": "text", "text": system[system_prefix:]}]
+        marks.append(system_blocks[0])
     elif system:
-        params["system"] = [{"type": "text", "text": system, "cache_control": CACHE}]
+        system_blocks = [{"type": "text", "text": system}]
+    if system_blocks:
+        params["system"] = system_blocks
     if tools:
         out_tools: list[dict[str, Any]] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
         ]
-        out_tools[-1]["cache_control"] = CACHE
         params["tools"] = out_tools
-    if params["messages"]:
-        params["messages"][-1]["content"][-1]["cache_control"] = CACHE
+        marks += [out_tools[i] for i in _tool_breaks(tools) if i is not None]
+    if system_blocks:
+        marks.append(system_blocks[-1])
+    if tools:
+        marks.append(params["tools"][-1])
+    chosen: list[dict[str, Any]] = []
+    for block in marks:
+        if len(chosen) < MAX_BREAKPOINTS and not any(block is c for c in chosen):
+            chosen.append(block)
+    for block in chosen:
+        block["cache_control"] = CACHE
     return params
 
 

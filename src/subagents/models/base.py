@@ -47,11 +47,17 @@ class AgentInfo:
 
 @dataclass(slots=True, frozen=True)
 class ToolSpec:
-    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+    """A tool as the model sees it: name, description and JSON schema of its arguments.
+
+    ``category`` (``read``, ``edit``, ``execute``, ``agent``, ``team``; ``""`` when unknown) is not sent: an
+    adapter with prompt caching uses it to put cache breakpoints after the tool groups that agents with
+    narrower fences share (the leading read-only tools; everything before the agent tools).
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
+    category: str = ""
 
 
 @dataclass(slots=True)
