@@ -19,10 +19,16 @@ Compatible servers (Ollama, vLLM, llama.cpp, LM Studio) differ in small ways, al
 arguments that are not a JSON object (they become ``{INVALID_ARGUMENTS_KEY: <raw text>}``: the tool
 never runs with guessed input; the model gets an error it can act on).  The SDK is imported inside
 the functions that need it, never when ``subagents`` is imported.
+
+Prompt caching is automatic on the OpenAI side; the request helps it: tools in the registry's stable
+order, the system prompt's shared prefix first, and a ``prompt_cache_key`` common to the agent tree
+(:func:`prompt_cache_key`; not sent to compatible servers, which may refuse unknown fields).  Cached
+prompt tokens come back as ``usage.prompt_tokens_details.cached_tokens`` (``Usage.cache_read_tokens``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -54,7 +60,7 @@ if TYPE_CHECKING:
     from .resolve import ModelSpec
 
 __all__ = ["INVALID_ARGUMENTS_KEY", "OpenAIConnection", "OpenAIModel", "from_openai", "from_spec", "parse_arguments",
-           "to_openai"]
+           "prompt_cache_key", "to_openai"]
 
 PROVIDER = "OpenAI API"
 KEY_HINT = "set OPENAI_API_KEY or [providers.openai] api_key"
@@ -175,6 +181,18 @@ def to_openai(system: str, messages: list[Message], tools: list[ToolSpec]) -> di
     return params
 
 
+def prompt_cache_key(request: ModelRequest) -> str:
+    """The ``prompt_cache_key`` of a request: a digest of the system prefix inherited from the root (the whole
+    system prompt when none is marked), the same for a parent, its children and their siblings.
+
+    OpenAI caches prompt prefixes automatically and routes requests by this key and the first tokens, so an
+    agent tree whose requests start alike (tools in a stable order, the shared system prefix first) lands
+    on the same cache.
+    """
+    shared = request.system[:request.system_prefix] if request.system_prefix > 0 else request.system
+    return "subagents-" + hashlib.sha256(shared.encode()).hexdigest()[:24]
+
+
 def _server_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -256,6 +274,8 @@ class OpenAIModel:
         if self.stream:
             params["stream"] = True
             params["stream_options"] = {"include_usage": True}
+        if not self.connection.compatible:
+            params["prompt_cache_key"] = prompt_cache_key(request)
         return params
 
     async def request(self, request: ModelRequest) -> ModelResponse:
