@@ -27,7 +27,7 @@ from ..exceptions import UserError
 from ..ids import id_matches, short_id
 from ..store.base import RunRecord, Store
 from .common import cwd_option, store_option, store_url, workdir
-from .runs_text import age, audit_line, descendants, echo_message, tree_lines
+from .runs_text import age, audit_line, cache_hits, cache_line, descendants, echo_message, tree_lines
 
 __all__ = ["audit_line", "resolve_run", "runs"]
 
@@ -148,7 +148,11 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
         audit = store.audit_of(rec.run_id)
         tree_recs = descendants(store, rec)
     if as_json:
-        click.echo(json.dumps({**rec.to_dict(), "audit": [dataclasses.asdict(a) for a in audit]}, indent=1))
+        total, read, _ = cache_hits([rec])
+        t_total, t_read, _ = cache_hits([rec, *tree_recs])
+        ratios = {"cache_hit_ratio": read / total if total else None,
+                  "tree_cache_hit_ratio": t_read / t_total if t_total else None}
+        click.echo(json.dumps({**rec.to_dict(), **ratios, "audit": [dataclasses.asdict(a) for a in audit]}, indent=1))
         return 0
     for key in ("run_id", "nickname", "agent_type", "status", "outcome", "parent_id", "root_id", "depth", "label",
                 "model", "permission_mode", "cleanup", "background", "archived", "child_session_key",
@@ -157,6 +161,9 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
     click.echo(f"{'task:':<23}{rec.task}")
     if rec.is_final:
         click.echo(f"{'stats:':<23}{record_result(rec).stats_line(record_result(r) for r in tree_recs)}")
+    cache = cache_line(rec, tree_recs)
+    if cache:
+        click.echo(f"{'cache hits:':<23}{cache}")
     if rec.error:
         click.echo(f"{'error:':<23}{rec.error}")
     if audit:

@@ -11,7 +11,7 @@ import click
 from ..ids import short_id
 from ..store.base import AuditRecord, RunRecord, Store
 
-__all__ = ["age", "audit_line", "descendants", "echo_message", "tree_lines"]
+__all__ = ["age", "audit_line", "cache_hits", "cache_line", "descendants", "echo_message", "tree_lines"]
 
 
 def age(t: float | None, now: float) -> str:
@@ -98,6 +98,35 @@ def tree_lines(root: RunRecord, recs: list[RunRecord], now: float) -> list[str]:
     lines.append(f"total: {_n(len(every), 'agent')} · {_duration(root, now)} wall · {_n(turns, 'turn')} · "
                  f"tokens {_tokens(usage)} (in/out) · {_cost(total)}")
     return lines
+
+
+def cache_hits(recs: list[RunRecord]) -> tuple[int, int, int]:
+    """(input tokens, of them read from the provider's prompt cache, written to it) over ``recs``' usage."""
+    total, read, written = (sum(int(r.usage.get(k, 0) or 0) for r in recs)
+                            for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
+    return total, read, written
+
+
+def _ratio(read: int, total: int) -> str:
+    return f"{read / total:.1%} ({_k(read)} of {_k(total)})"
+
+
+def cache_line(rec: RunRecord, tree: list[RunRecord]) -> str | None:
+    """The prompt-cache hit ratio of a run and of its tree: input tokens the provider read from its cache over all
+    input tokens (``Usage.input_tokens`` counts cached ones too), from the usage the providers reported;
+    ``None`` when no input tokens were recorded."""
+    total, read, written = cache_hits([rec])
+    if not total:
+        return None
+    line = f"{_ratio(read, total)} of input tokens read from cache"
+    if written:
+        line += f", {_k(written)} written"
+    if tree:
+        t_total, t_read, _ = cache_hits([rec, *tree])
+        line += f" · tree of {_n(len(tree) + 1, 'run')}: {_ratio(t_read, t_total)}"
+    if not read and not written:
+        line += " (the provider reported no cached tokens)"
+    return line
 
 
 def _n(n: int, what: str) -> str:
