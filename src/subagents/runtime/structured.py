@@ -14,6 +14,11 @@ run only when ``final_result`` is called with arguments that validate:
 
 A schema that is not an object schema (``{"type": "array", ...}``) is wrapped as the property
 ``result`` of an object (tool arguments are always an object) and unwrapped again.
+
+The schema is kept with the run (:func:`stored`: in its record's ``limits``, under ``output_schema``), so a
+run resumed after a restart, or after its finished tree left memory, must still end with a valid
+``final_result`` (:func:`restore`).  A resumed ``output_type`` run is checked against the model's JSON
+schema: its ``RunResult.output`` is then the JSON value, not a model object (the class is not stored).
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from ..messages import ToolResultBlock, ToolUseBlock
 from ..models.base import INVALID_ARGUMENTS_KEY, ToolSpec
 from ..tools.validation import check_schema, validate
 
-__all__ = ["FINAL_RESULT", "Expectation", "OutputSpec", "attach", "output_spec"]
+__all__ = ["FINAL_RESULT", "STORED_KEY", "Expectation", "OutputSpec", "attach", "output_spec", "restore", "stored"]
 
 FINAL_RESULT = "final_result"
 """The name of the tool a structured run ends with."""
+STORED_KEY = "output_schema"
+"""The key of a run record's ``limits`` that keeps its output schema (see :func:`stored`)."""
 
 _DESCRIPTION = ("Give your final result. Call this exactly once, when your work is done, with the result as the "
                 "arguments; it ends your run and the caller receives the arguments as JSON. If it reports an "
@@ -51,9 +58,10 @@ class OutputSpec:
     schema); :meth:`check` validates a call's arguments.
     """
 
-    __slots__ = ("model_type", "schema", "tool_spec", "wrapped")
+    __slots__ = ("model_type", "schema", "source", "tool_spec", "wrapped")
 
     def __init__(self, schema: Mapping[str, Any], *, model_type: Any = None) -> None:
+        self.source = dict(schema)  # as given (the record keeps this; from_schema makes the same spec again)
         wrapped = schema.get("type") != "object"
         params = dict(schema)
         if wrapped:  # its definitions stay at the top, where its "#/$defs/..." references point
@@ -169,6 +177,26 @@ class Expectation:
             return ToolResultBlock(b.id, verdict, is_error=True)
         self.accepted, self.text = verdict
         return ToolResultBlock(b.id, "Result accepted; your run ends here.")
+
+
+def stored(core: Any) -> dict[str, Any]:
+    """What a run record keeps of ``core``'s structured result (merged into its ``limits``): its output schema,
+    or nothing for a run without one."""
+    out = getattr(core, "output", None)
+    return {STORED_KEY: out.spec.source} if isinstance(out, Expectation) else {}
+
+
+def restore(core: Any, limits: Mapping[str, Any]) -> None:
+    """Re-attach the output schema a run record kept (``limits[STORED_KEY]``, see :func:`stored`) to ``core``, the
+    agent re-created from that record; a record without one, or with one no longer usable, attaches nothing."""
+    schema = limits.get(STORED_KEY)
+    if not isinstance(schema, Mapping) or not schema:
+        return
+    try:
+        spec = OutputSpec.from_schema(schema)
+    except UserError:
+        return
+    attach(core, spec)
 
 
 def attach(core: Any, spec: OutputSpec | None) -> None:

@@ -10,13 +10,15 @@ of one of its descendants.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal, TypedDict
 
 from ..exceptions import ToolError
+from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..models.base import AgentInfo
 from .base import ToolCategory, ToolContext, tool
 
-__all__ = ["TodoItem", "TodoStatus", "render_todos", "todo_read", "todo_write"]
+__all__ = ["TodoItem", "TodoStatus", "render_todos", "todo_read", "todo_write", "todos_from_transcript"]
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
@@ -60,6 +62,15 @@ def todo_write(ctx: ToolContext, todos: list[TodoItem]) -> str:
         todos: every item of the list, in order: content (what to do), status (pending,
             in_progress or completed) and an optional id.
     """
+    items = _items(todos)
+    ctx.todos[:] = items
+    if not items:
+        return "The todo list is now empty."
+    return render_todos(items)
+
+
+def _items(todos: Iterable[TodoItem]) -> list[dict[str, Any]]:
+    """The checked list ``todo_write`` keeps; a bad list raises :class:`ToolError` saying what to fix."""
     items: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, t in enumerate(todos, 1):
@@ -78,10 +89,31 @@ def todo_write(ctx: ToolContext, todos: list[TodoItem]) -> str:
             f"{len(active)} items are in_progress ({listed}), but at most one may be; keep the one you are "
             "working on in_progress and set the others to pending or completed."
         )
-    ctx.todos[:] = items
-    if not items:
-        return "The todo list is now empty."
-    return render_todos(items)
+    return items
+
+
+def todos_from_transcript(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """The todo list an agent had at the end of ``messages`` (its stored transcript): the list of its last
+    ``todo_write`` call that succeeded, empty when there is none.
+
+    The list lives in memory; the transcript holds every call and its result, so an agent re-created from
+    its record (resumed after a restart, or after its finished tree left memory) gets its list back.
+    """
+    calls: dict[str, Any] = {}
+    found: list[dict[str, Any]] = []
+    for m in messages:
+        for b in m.content:
+            if type(b) is ToolUseBlock and b.name == "todo_write":
+                calls[b.id] = b.arguments.get("todos") if isinstance(b.arguments, dict) else None
+            elif type(b) is ToolResultBlock and b.tool_use_id in calls:
+                todos = calls.pop(b.tool_use_id)
+                if b.is_error or not isinstance(todos, list):
+                    continue
+                try:
+                    found = _items(todos)
+                except (ToolError, KeyError, TypeError, AttributeError):
+                    continue
+    return found
 
 
 def _who(agent: AgentInfo) -> str:
