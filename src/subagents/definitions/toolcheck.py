@@ -1,7 +1,9 @@
 """Tool names a definition lists that name no tool here: which they are, why, and whether any tool is left.
 
 Agent files written for Claude Code list its tools (``WebSearch``, ``mcp__github__*``, ...).  The
-loader maps the names the runtime has (``Read`` -> ``read_file``, ``WebFetch`` -> ``web_fetch``);
+loader maps the names the runtime has (``Read`` -> ``read_file``, ``WebFetch`` -> ``web_fetch``,
+``WebSearch`` -> ``web_search``: a runtime has that tool only where its model's provider searches the web
+server-side, e.g. Claude's ``web_search`` server tool, see :mod:`subagents.tools.web_search`);
 the rest are reported by :func:`unknown_tools` so ``agents list``/``show`` and the run's start can
 warn once per definition, and a definition left with no usable tool can be refused at spawn.
 
@@ -24,6 +26,7 @@ __all__ = ["MISSING_TOOL_REASONS", "no_usable_tool", "tool_warning", "unknown_to
 
 MISSING_TOOL_REASONS = {
     "WebSearch": "no provider-native web search here",
+    "web_search": "no provider-native web search here",
     "NotebookEdit": "notebooks are not supported here",
     "NotebookRead": "notebooks are not supported here",
     "BashOutput": "background shells are not supported here",

@@ -26,7 +26,7 @@ The SDK is imported inside the functions that need it, never when ``subagents`` 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .._config_values import MAX_OUTPUT_TOKENS, STREAM
 from ..exceptions import ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from ._anthropic_search import run_search
 from ._retry import (
     Retryable,
     RetryPolicy,
@@ -326,16 +327,31 @@ class AnthropicModel:
         return timeout_error(f"{PROVIDER} at {self.connection.where}", "anthropic", self.model, key, seconds)
 
     async def _attempt(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
+        message = await self._send(lambda client: self._call(client, params, request))
+        return from_anthropic(message, max_output_tokens=self.max_output_tokens)
+
+    async def _send(self, call: Callable[[AsyncAnthropic], Awaitable[Any]]) -> Any:
+        """One attempt of ``call`` within the deadline; SDK errors become :class:`Retryable` or :class:`ModelError`."""
         import anthropic
 
         client = await self.connection.acquire()
         try:
-            message = await within(lambda: self._call(client, params, request), self.timeouts, self._timed_out)
+            return await within(lambda: call(client), self.timeouts, self._timed_out)
         except Exception as e:
             if isinstance(e, anthropic.AnthropicError) or transport_error_name(e) is not None:
                 raise _to_model_error(e, self.model, self.connection) from e
             raise
-        return from_anthropic(message, max_output_tokens=self.max_output_tokens)
+
+    async def web_search(self, query: str, *, allowed_domains: list[str] | None = None,
+                         blocked_domains: list[str] | None = None, max_uses: int = 5) -> str:
+        """Search the web with Claude's server-side ``web_search`` tool; the answer and its sources as text
+        (:mod:`._anthropic_search`).  Backs the ``web_search`` agent tool (:mod:`subagents.tools.web_search`)."""
+        return await run_search(self._search_call, query, max_uses=max_uses, allowed_domains=allowed_domains,
+                                blocked_domains=blocked_domains)
+
+    async def _search_call(self, params: dict[str, Any]) -> Any:
+        params = {"model": self.model, "max_tokens": self.max_output_tokens, **params}
+        return await call_with_retries(lambda: self._send(lambda client: client.messages.create(**params)), self.retry)
 
     async def _call(self, client: AsyncAnthropic, params: dict[str, Any], request: ModelRequest) -> Any:
         if not self.stream:
