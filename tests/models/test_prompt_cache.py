@@ -96,6 +96,10 @@ def test_breakpoints_follow_the_groups_narrower_fences_share() -> None:
     # tools without categories (an adapter's caller that does not say): tools end, system, last message
     plain = [ToolSpec(t.name, t.description, t.parameters) for t in tools]
     assert marked(to_anthropic("sys", msgs, plain)) == ["tool:wait", "system:0", "message:0"]
+    # a structured run's final_result (no category) after the agent tools keeps the group breakpoints
+    final = ToolSpec("final_result", "The result.", {"type": "object", "properties": {}})
+    assert marked(to_anthropic("BASE\n\nown", msgs, [*tools, final], system_prefix=4)) == [
+        "tool:grep", "tool:bash", "system:0", "message:0"]
     # categories out of cache order (agent tools not last): no group breakpoint before them
     mixed = [tools[4], *tools[:4]]
     assert marked(to_anthropic("sys", msgs, mixed)) == ["tool:bash", "system:0", "message:0"]

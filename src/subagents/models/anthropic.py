@@ -171,8 +171,8 @@ def _tool_breaks(tools: list[ToolSpec]) -> tuple[int | None, int | None]:
     n = len(tools)
     reads = next((i for i, t in enumerate(tools) if t.category != "read"), n)
     own = next((i for i, t in enumerate(tools) if t.category in _LAST_TOOLS), n)
-    if own < n and any(t.category not in _LAST_TOOLS for t in tools[own:]):
-        own = n  # not a tail: the list is not in cache order
+    if own < n and any(t.category and t.category not in _LAST_TOOLS for t in tools[own:]):
+        own = n  # not a tail (uncategorized extras such as final_result may follow): not in cache order
     return (reads - 1 if 0 < reads < n else None), (own - 1 if 0 < own < n and own - 1 != reads - 1 else None)
 
 
