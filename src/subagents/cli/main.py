@@ -25,9 +25,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SIGTERM, EXIT_SIGHUP = 143, 129  # 128 + the signal's number, as shells report it
 
 #: command name -> "module:attribute"; a command module is imported only when it is used or listed.
-#: Groups still to come: chat.
 COMMANDS: dict[str, str] = {
     "run": "subagents.cli.run:run",
+    "chat": "subagents.cli.chat:chat",
     "demo": "subagents.cli.demo:demo",
     "config": "subagents.cli.config_cmd:config",
     "agents": "subagents.cli.agents_cmd:agents",

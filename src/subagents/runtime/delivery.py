@@ -74,4 +74,4 @@ class Announcements:
         for a in node.followups:
             self.recorder.ack(node, a.id)
         node.followups = []
-        return "\n\n".join([*texts, message])
+        return "\n\n".join([*texts, message] if message.strip() else texts)

@@ -321,7 +321,7 @@ class AgentManager:
 
     def resume(self, ref: str, message: str, *, limits: Limits | None = None) -> AgentNode:
         node = self.tree.require(ref)
-        if not message.strip():
+        if not message.strip() and not node.followups:  # the queued announcements can be the whole turn
             raise SpawnError("the message is empty; say what the resumed agent should do")
         if not node.status.is_final():
             raise SpawnError(f"agent {node.nickname} ({node.id}) is still {node.status}; "

@@ -326,7 +326,10 @@ class Runtime:
         return await self.manager.close(agent_id)
 
     async def resume(self, agent_id: str, message: str, *, limits: Limits | None = None) -> AgentHandle:
-        """Reopen a finished agent with its whole conversation (queued announcements first)."""
+        """Reopen a finished agent with its whole conversation (queued announcements first).
+
+        ``message`` may be empty when announcements are queued for the agent: they are then its whole
+        next turn (how ``subagents chat`` answers a background completion while the person is idle)."""
         if self.manager.find(agent_id) is None:  # evicted from memory, or from an earlier process
             rec = self._stored(agent_id)
             if rec is not None and rec.is_final:
