@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,30 @@ async def test_the_repo_map_index_is_shared_by_parent_and_child(workdir: Path) -
     assert "def parse(text)" in outlines[0]
     assert sorted(reads[:reads.index("-- child --")]) == ["pkg/core.py", "pkg/use.py"]  # the parent's call read
     assert reads[reads.index("-- child --") + 1:] == []  # the child's repo_map read nothing again
+
+
+async def test_the_coordinator_runs_its_parts_in_the_background_in_parallel(workdir: Path) -> None:
+    """Seed 004: "The coordinator built-in uses [background execution] extensively to parallelize sub-task
+    delegation": told so in its prompt, and its background children run at the same time."""
+    running = 0
+    peak = 0
+
+    async def fn(req: ModelRequest) -> ModelResponse:
+        nonlocal running, peak
+        if req.agent.depth == 1:
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.05)
+            running -= 1
+            return ModelResponse(text=f"part {req.messages[0].text} done")
+        if len(req.messages) == 1:
+            assert "background=true so they run in parallel" in req.system
+            return ModelResponse(tool_calls=[spawn("explore", str(i), background=True) for i in range(3)])
+        if len(req.messages) == 3:
+            return ModelResponse(tool_calls=[ToolCall("wait", {})])
+        return ModelResponse(text="combined")
+
+    async with runtime(workdir, fn) as rt:
+        r = await rt.run("split it", agent="coordinator")
+    assert r.text == "combined"
+    assert peak == 3
