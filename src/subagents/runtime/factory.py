@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ..authority.permissions import MODE_PROMPTS, narrow_mode
 from ..definitions.model import AgentDefinition
@@ -79,7 +80,7 @@ class AgentFactory:
     """Computes fences (cached per type, depth class and parent fence) and layered system prompts."""
 
     __slots__ = ("_checked", "_limits", "_models", "_prompts", "_registries", "_resolve", "max_depth", "mcp_servers",
-                 "model", "overrides", "runtime_mode", "spawn_tools", "tools", "workdir")
+                 "model", "overrides", "overrides_view", "runtime_mode", "spawn_tools", "tools", "workdir")
 
     def __init__(self, tools: Sequence[Tool], *, max_depth: int, runtime_mode: str, workdir: str,
                  model: Model | None = None, resolve_model: Callable[[str], Model] | None = None) -> None:
@@ -87,6 +88,7 @@ class AgentFactory:
         self.model = model  # the runtime's default model
         self._resolve = resolve_model
         self.overrides: dict[str, Model | str] = {}  # agent type -> model (``set_model_override``)
+        self.overrides_view = MappingProxyType(self.overrides)  # read-only, shared by every agent's context
         self._models: dict[str, Model] = {}
         self.max_depth = max_depth
         self.runtime_mode = runtime_mode

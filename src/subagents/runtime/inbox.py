@@ -27,7 +27,8 @@ class Inbox:
 
     def __init__(self, on_deliver: Callable[[list[str]], None] | None = None) -> None:
         self._items: dict[str, str] = {}
-        self._later: set[str] = set()  # follow-ups: delivered when the agent ends its turn, not at a tool boundary
+        # follow-ups: delivered when the agent ends its turn, not at a tool boundary (a set once there is one)
+        self._later: set[str] | None = None
         self.on_deliver = on_deliver  # receives the keys of delivered items
 
     def __bool__(self) -> bool:
@@ -40,15 +41,18 @@ class Inbox:
         k = key if key is not None else f"auto:{next(_auto)}"
         self._items[k] = text
         if not steer:
+            if self._later is None:
+                self._later = set()
             self._later.add(k)
 
     def discard(self, key: str) -> bool:
-        self._later.discard(key)
+        if self._later:
+            self._later.discard(key)
         return self._items.pop(key, None) is not None
 
     def steering(self) -> bool:
         """Whether a message waits that may be delivered at a tool boundary (not only follow-ups)."""
-        return len(self._items) > len(self._later)
+        return len(self._items) > len(self._later) if self._later else bool(self._items)
 
     def keys(self) -> list[str]:
         return list(self._items)
@@ -57,11 +61,13 @@ class Inbox:
         """Take the waiting messages in arrival order (``followups=False``: leave the follow-ups), report their keys."""
         if not self._items:
             return []
-        keys = list(self._items) if followups else [k for k in self._items if k not in self._later]
+        later = self._later
+        keys = list(self._items) if followups or not later else [k for k in self._items if k not in later]
         if not keys:
             return []
         texts = [self._items.pop(k) for k in keys]
-        self._later.difference_update(keys)
+        if later:
+            later.difference_update(keys)
         if self.on_deliver is not None:
             self.on_deliver(keys)
         return texts

@@ -44,6 +44,7 @@ from ..tools.todo_store import TodoStore
 from . import isolation as worktrees
 from . import waiting
 from .delivery import Announcements
+from .dormant import CoreReviver, release_if_idle
 from .events import EventBus
 from .factory import AgentFactory, Grant, ManagerSettings, check_priced
 from .ids import new_agent_id
@@ -103,6 +104,7 @@ class AgentManager:
         self.control = control_factory(self) if control_factory is not None else None
         # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
         self.stop_as: tuple[Outcome, str] = (Outcome.CANCELLED, "closed before it finished")
+        self.reviver: CoreReviver | None = None  # rebuilds the loops finished children let go (dormant.py)
 
     # ------------------------------------------------------------------------------------------
     # lookup (see AgentTree)
@@ -218,10 +220,10 @@ class AgentManager:
                          bus=self.bus, messages=list(history) if history else None, prices=self.cfg.prices)
         if self.authority is not None:
             core.guard = self.authority.guard(info, grant.mode, root_id, ctx)
-        node = AgentNode(info=info, definition=d, core=core, root_id=root_id, label=label or description or prompt[:60],
-                         task_text=prompt, background=d.background if background is None else background,
-                         limits=limits, model_name=str(getattr(mdl, "name", "")), cleanup=cleanup, mode=grant.mode,
-                         narrowed=grant.notes, worktree=worktree)
+        node = AgentNode(info=info, definition=d, core_=core, root_id=root_id, task_text=prompt, limits=limits,
+                         label=label or description or prompt[:60], mode=grant.mode, narrowed=grant.notes,
+                         background=d.background if background is None else background, worktree=worktree,
+                         model_name=str(getattr(mdl, "name", "")), cleanup=cleanup)
         core.system_prefix = len(base) if base and system.startswith(base) else 0
         core.budget = Budget(limits, parent=parent.core.budget if parent is not None else None)
         core.on_message = self.recorder.message_sink(node)
@@ -300,6 +302,7 @@ class AgentManager:
                 w(node)
         if ann is not None and parent is not None:
             self.announcements.deliver(parent, ann)
+        release_if_idle(self, node)  # its loop is rebuilt if it is resumed
         if node.parent_id is None and self.retention is not None:
             self.retention.root_finished(node)
 

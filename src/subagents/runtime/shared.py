@@ -18,7 +18,6 @@ then the parent's task and its todo list as they are at that moment.  The prompt
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..models.base import AgentInfo
@@ -58,7 +57,7 @@ def tool_context(mgr: ManagerParts, info: AgentInfo, parent: AgentNode | None, r
     return ToolContext(agent=info, workspace=workspace, todos=store.open(info), control=mgr.control,
                        bash_timeout_s=mgr.cfg.bash_timeout_s, sandbox=sandbox, shell_writable=mode != "plan",
                        todo_store=store, notepad=mgr.notepad, team_name=pctx.team_name if pctx is not None else None,
-                       model_overrides=MappingProxyType(mgr.factory.overrides))
+                       model_overrides=mgr.factory.overrides_view)
 
 
 def latest_notes(notepad: Sequence[str]) -> tuple[str, ...]:

@@ -5,6 +5,10 @@ rebuilt once deletions leave them under a quarter of their peak (a CPython dict 
 own), so a long-lived runtime whose sweeper deletes runs returns to its baseline footprint.  The
 sweeper's candidates are kept in a sorted list of sweep keys (:func:`~subagents.store.base.sweep_key`),
 so a bounded sweep step reads only what is due.
+
+It keeps few objects per finished run, as the garbage collector walks every live one on each full
+collection: a finished run's (small) transcript is packed into one JSON string (unpacked if the run is resumed;
+the durable stores give back the same copies), and a child's announcement ids are a tuple of strings.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..messages import Message
+from ..messages import Message, dumps_messages, loads_messages
 from ._lease import Lease, new_owner_id
 from .base import (
     FINAL_STATUSES,
@@ -32,6 +36,7 @@ __all__ = ["MemoryStore", "new_owner_id"]
 
 _SHRINK_FLOOR = 64  # dicts under this many entries at their peak are never rebuilt
 _SWEEP_FIELDS = frozenset({"status", "archive_at", "archived", "cleanup", "ended_at"})
+_PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed into one string
 _SHRUNK = ("runs", "transcripts", "announcements", "audit", "_swept", "_anns_of")
 
 
@@ -41,9 +46,9 @@ class MemoryStore:
     def __init__(self) -> None:
         self.url = "memory://"
         self.runs: dict[str, RunRecord] = {}
-        self.transcripts: dict[str, list[Message]] = {}
+        self.transcripts: dict[str, list[Message] | str] = {}  # a finished run's: packed (JSON)
         self.announcements: dict[str, AnnouncementRecord] = {}
-        self._anns_of: dict[str, list[str]] = {}  # child id -> ids of its announcements
+        self._anns_of: dict[str, tuple[str, ...]] = {}  # child id -> ids of its announcements
         self.owner = new_owner_id()
         self.leases: dict[str, Lease] = {}
         self.requests: list[Request] = []
@@ -57,7 +62,6 @@ class MemoryStore:
         if not rec.owner:
             rec.owner = self.owner
         self.runs[rec.run_id] = rec
-        self.transcripts.setdefault(rec.run_id, [])
         self._index(rec)
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
@@ -81,7 +85,12 @@ class MemoryStore:
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
                         delivered: Sequence[str] = (), at: float = 0.0) -> None:
-        t = self.transcripts.setdefault(run_id, [])
+        t = self.transcripts.get(run_id)
+        if t is None:
+            t = self.transcripts[run_id] = []
+        elif type(t) is str:  # a finished run's, packed: it goes on (resumed)
+            t = self.transcripts[run_id] = loads_messages(t)
+        assert type(t) is list
         del t[start_seq:]
         t.extend(messages)
         for ann_id in delivered:
@@ -89,11 +98,17 @@ class MemoryStore:
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         self.update_run(run_id, stamp_archive_at(fields, self.archive_after_s, time.time()))
+        t = self.transcripts.get(run_id)
+        if type(t) is list:  # packed: one string instead of a list, its messages and their blocks
+            if not t:
+                del self.transcripts[run_id]
+            elif len(t) <= _PACK_MAX and sum(len(m.content) for m in t) <= _PACK_MAX:  # (a big one stays: one
+                self.transcripts[run_id] = dumps_messages(t)  # object per block is little beside its size)
         if announcement is not None and announcement.id not in self.announcements:
             a = announcement
             self.announcements[a.id] = AnnouncementRecord(a.id, a.parent_id, a.child_id, a.text, a.created_at,
                                                           a.delivered_at)  # a copy (not dataclasses.replace: slow)
-            self._anns_of.setdefault(announcement.child_id, []).append(announcement.id)
+            self._anns_of[a.child_id] = (*self._anns_of.get(a.child_id, ()), a.id)
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
         a = self.announcements.get(announcement_id)
@@ -120,7 +135,10 @@ class MemoryStore:
         return {r.nickname for r in self.runs.values() if r.parent_id is None and r.agent_type == agent_type}
 
     def transcript(self, run_id: str) -> list[Message]:
-        return list(self.transcripts.get(run_id, []))
+        t = self.transcripts.get(run_id)
+        if t is None:
+            return []
+        return loads_messages(t) if isinstance(t, str) else list(t)
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
         return sorted((dataclasses.replace(a) for a in self.announcements.values()
@@ -139,8 +157,8 @@ class MemoryStore:
         self.runs.pop(run_id, None)
         self.transcripts.pop(run_id, None)
         self.audit.pop(run_id, None)
-        ids = self._anns_of.pop(run_id, [])
-        kept = [k for k in ids if self.announcements[k].delivered_at is None]
+        ids = self._anns_of.pop(run_id, ())
+        kept = tuple(k for k in ids if self.announcements[k].delivered_at is None)
         for k in ids:
             if self.announcements[k].delivered_at is not None:
                 del self.announcements[k]

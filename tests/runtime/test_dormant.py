@@ -1,0 +1,85 @@
+"""A finished child lets its loop go (runtime/dormant.py): its core, conversation and tool context are
+freed once its result is recorded and delivered, while ``result``, ``runs``, ``wait`` and ``resume``
+still work — a resumed child gets its whole conversation back from the store.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+from subagents import Runtime
+from subagents.authority.guard import AgentGuard
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+from subagents.runtime.loop import AgentCore
+from subagents.tools.context import ToolContext
+
+N = 3
+
+
+class Script:
+    """The root spawns N background children, waits for them, answers; a resumed child echoes its history."""
+
+    def __init__(self) -> None:
+        self.seen_on_resume: list[list[str]] = []
+
+    def __call__(self, req: ModelRequest) -> ModelResponse:
+        if req.agent.depth > 0:
+            texts = [m.text for m in req.messages]
+            if len(req.messages) > 1:  # resumed: its first run's conversation is there
+                self.seen_on_resume.append(texts)
+                return ModelResponse(text="again: " + " | ".join(texts))
+            return ModelResponse(text=f"done {texts[0]}")
+        last = req.messages[-1]
+        if len(req.messages) == 1:
+            return ModelResponse(tool_calls=[
+                ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": f"task {i}",
+                                         "description": f"c{i}", "background": True}, id=f"s{i}")
+                for i in range(N)])
+        if any(r.content.startswith("{") for r in last.tool_results):
+            ids = [json.loads(r.content)["agent_id"] for r in last.tool_results]
+            return ModelResponse(tool_calls=[ToolCall("wait", {"agent_ids": ids}, id="w")])
+        return ModelResponse(text="all done")
+
+
+def _agent_id(o: AgentCore | ToolContext | AgentGuard) -> str:
+    return o.agent.id if isinstance(o, ToolContext) else o.info.id
+
+
+@pytest.mark.parametrize("store", ["memory://", "sqlite"])
+async def test_a_finished_background_child_frees_its_loop_and_resumes_from_the_store(workdir: Path,
+                                                                                      store: str) -> None:
+    url = store if store == "memory://" else f"sqlite:///{workdir.parent}/state.db"
+    script = Script()
+    async with Runtime(model=FunctionModel(script), workdir=workdir, store=url) as rt:
+        mgr = rt.manager
+        r = await rt.run("fan out")
+        assert r.text == "all done"
+        root = next(n for n in mgr.nodes.values() if n.parent_id is None)
+        kids = [mgr.nodes[c] for c in root.children]
+        assert len(kids) == N
+        assert all(k.core_ is None for k in kids)
+        gc.collect()
+        ids = {k.id for k in kids}
+        alive = [type(o).__name__ for o in gc.get_objects()
+                 if isinstance(o, AgentCore | ToolContext | AgentGuard) and _agent_id(o) in ids]
+        assert alive == []  # freed: core, tool context, guard (and with them the conversation and budget)
+        # what status, result and listing read is still there
+        for i, k in enumerate(kids):
+            res = rt.result(k.id)
+            assert res is not None
+            assert res.text == f"done task {i}"
+            assert str(rt.status(k.id)) == "completed"
+        listed = {rec.run_id: rec for rec in rt.runs()}
+        assert all(listed[k.id].result_text == f"done task {i}" for i, k in enumerate(kids))
+        # resume: the loop is rebuilt with the stored conversation
+        h = await rt.resume(kids[1].id, "more")
+        again = (await rt.wait([h.id]))[h.id]
+        assert again.text == "again: task 1 | done task 1 | more", again.text
+        assert script.seen_on_resume == [["task 1", "done task 1", "more"]]
+        mgr.store.flush()
+        assert [m.text for m in mgr.store.transcript(kids[1].id)] == ["task 1", "done task 1", "more",
+                                                                       again.text]
