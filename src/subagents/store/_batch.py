@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message, TextBlock, ToolUseBlock
-from ._schema import PROMPT_SQL, RUN_COLUMNS
+from ._schema import FINAL_SQL, PROMPT_SQL, RUN_COLUMNS, SWEEP_KEY
 from .base import AnnouncementRecord, RunRecord
 
 __all__ = ["ANN_COLS", "COLS_SQL", "RUN_FIELDS", "Plan", "Recorder", "message_json", "record_from_row"]
@@ -31,11 +31,27 @@ _PROMPT_AT = RUN_COLUMNS.index("system_prompt")
 #: a run written before keeps its own text in ``runs.system_prompt``, with no ``prompt_key``).
 COLS_SQL = ", ".join(PROMPT_SQL if c == "system_prompt" else f'"{c}"' for c in RUN_COLUMNS)
 _INSERT_COLS = ", ".join(f'"{c}"' for c in (*RUN_COLUMNS, "prompt_key"))
-_ADD_PROMPTS = ("INSERT INTO prompts (key, text, refs) VALUES (?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET refs = refs + excluded.refs")
-_DROP_PROMPT = "UPDATE prompts SET refs = refs - 1 WHERE key = (SELECT prompt_key FROM runs WHERE run_id = ?)"
+_ADD_PROMPTS = " ON CONFLICT (key) DO UPDATE SET refs = refs + excluded.refs"  # after the VALUES rows
+_MAX_PARAMS = 32_000  # bound parameters per statement (SQLite's limit: 32,766)
+# Deleting runs, one statement each per chunk of ids (``d``: the ids as a VALUES list): each run gives back
+# its use of its system prompt, then the runs, their transcripts, delivered announcements and audit go.
+_DELETE_SQL = tuple(f"WITH d(id) AS (VALUES {{ids}}) {sql}" for sql in (
+    "UPDATE prompts SET refs = refs - (SELECT count(*) FROM runs JOIN d ON runs.run_id = d.id "
+    "WHERE runs.prompt_key = prompts.key) "
+    "WHERE key IN (SELECT runs.prompt_key FROM runs JOIN d ON runs.run_id = d.id)",
+    "DELETE FROM runs WHERE run_id IN (SELECT id FROM d)",
+    "DELETE FROM transcript WHERE run_id IN (SELECT id FROM d)",
+    "DELETE FROM announcements WHERE child_id IN (SELECT id FROM d) AND delivered_at IS NOT NULL",
+    "DELETE FROM audit WHERE run_id IN (SELECT id FROM d)",
+))
+_DELIVER_SQL = ("UPDATE announcements SET delivered_at = v.column2 FROM (VALUES {rows}) AS v "
+                "WHERE announcements.id = v.column1 AND announcements.delivered_at IS NULL")
 _PROMPT_KEYS: dict[str, str] = {}  # prompt text -> key (the runtime reuses one str per distinct prompt)
 ANN_COLS = "id, parent_id, child_id, text, created_at, delivered_at"
+#: One step of a sweep (``cleanup_candidates`` with a limit): the next runs due, in ``runs_sweep`` order.
+_SWEEP_STEP = (f"SELECT {COLS_SQL} FROM runs INDEXED BY runs_sweep WHERE archived = 0 AND {FINAL_SQL} "
+              f"AND {SWEEP_KEY} >= ?1 AND {SWEEP_KEY} <= ?2 AND ({SWEEP_KEY} > ?1 OR run_id > ?3) "
+              f"ORDER BY {SWEEP_KEY}, run_id LIMIT ?4")
 _JSON_SEEN: dict[tuple[tuple[str, type, Any], ...], str] = {}
 
 
@@ -98,14 +114,22 @@ def _from_json(i: int, col: str) -> str:
 _INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({_INSERT_COLS}) VALUES "
 
 
-def _insert_rows(c: Recorder, prefix: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
-    """Insert many rows with one multi-row ``VALUES`` statement per chunk: one GIL release per chunk
-    instead of one per row (``executemany`` steps row by row, and each step re-takes the GIL)."""
-    per = max(1, 32_000 // ncols)
+def _insert_rows(c: Recorder, prefix: str, ncols: int, rows: Sequence[Sequence[Any]], suffix: str = "") -> None:
+    """Run ``prefix VALUES-rows suffix`` with one multi-row ``VALUES`` list per chunk: one GIL release per
+    chunk instead of one per row (``executemany`` steps row by row, and each step re-takes the GIL from
+    the event loop: up to a switch interval when the loop is busy)."""
+    per = max(1, _MAX_PARAMS // ncols)
     one = "(" + ", ".join("?" * ncols) + ")"
     for i in range(0, len(rows), per):
         chunk = rows[i:i + per]
-        c.execute(prefix + ", ".join([one] * len(chunk)), [v for row in chunk for v in row])
+        c.execute(prefix + ", ".join([one] * len(chunk)) + suffix, [v for row in chunk for v in row])
+
+
+def _for_ids(c: Recorder, sql: str, ids: Sequence[str]) -> None:
+    """Run ``sql`` (its ``{ids}`` a ``VALUES`` list of the ids, named ``d(id)``) once per chunk of ``ids``."""
+    for i in range(0, len(ids), _MAX_PARAMS):
+        chunk = ids[i:i + _MAX_PARAMS]
+        c.execute(sql.format(ids=", ".join(["(?)"] * len(chunk))), list(chunk))
 
 
 @functools.lru_cache(maxsize=64)
@@ -260,20 +284,19 @@ class Plan:
         ``tails`` (run id -> next transcript seq known committed) spares the ``DELETE`` of plain appends.
         """
         if self.delete:
-            ids = [(r,) for r in self.delete]
-            c.executemany(_DROP_PROMPT, ids)
+            ids = list(dict.fromkeys(self.delete))  # (a run deleted twice in a batch gives its prompt back once)
+            _for_ids(c, _DELETE_SQL[0], ids)
             c.execute("DELETE FROM prompts WHERE refs <= 0", ())  # (the prompts_unused index)
-            c.executemany("DELETE FROM runs WHERE run_id = ?", ids)
-            c.executemany("DELETE FROM transcript WHERE run_id = ?", ids)
-            c.executemany("DELETE FROM announcements WHERE child_id = ? AND delivered_at IS NOT NULL", ids)
-            c.executemany("DELETE FROM audit WHERE run_id = ?", ids)
+            for sql in _DELETE_SQL[1:]:
+                _for_ids(c, sql, ids)
             for r in self.delete:
                 tails.pop(r, None)
         if self.inserts:
             prompts: dict[str, list[Any]] = {}
             rows = [_record_row(r, prompts) for r in self.inserts.values()]
             if prompts:
-                c.executemany(_ADD_PROMPTS, [(k, t, n) for k, (t, n) in prompts.items()])
+                _insert_rows(c, "INSERT INTO prompts (key, text, refs) VALUES ", 3,
+                             [(k, t, n) for k, (t, n) in prompts.items()], _ADD_PROMPTS)
             _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS) + 1, rows)
             for r in self.inserts:  # a new run has no transcript yet: its first appends need no cut
                 tails.setdefault(r, 0)
@@ -302,12 +325,16 @@ class Plan:
 
     def _apply_announcements(self, c: Recorder) -> None:
         if self.anns:
-            c.executemany(f"INSERT OR IGNORE INTO announcements ({ANN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
-                          [(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
-                           for a in self.anns.values()])
+            _insert_rows(c, f"INSERT OR IGNORE INTO announcements ({ANN_COLS}) VALUES ", 6,
+                         [(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
+                          for a in self.anns.values()])
         if self.delivered:
-            c.executemany("UPDATE announcements SET delivered_at = ? WHERE id = ? AND delivered_at IS NULL",
-                          [(at, i) for i, at in self.delivered.items()])
+            rows = list(self.delivered.items())
+            per = _MAX_PARAMS // 2
+            for i in range(0, len(rows), per):
+                chunk = rows[i:i + per]
+                c.execute(_DELIVER_SQL.format(rows=", ".join(["(?, ?)"] * len(chunk))),
+                          [v for row in chunk for v in row])
         for op in self.sql:
             if len(op) > 3:
                 c.executemany(op[1], op[2])

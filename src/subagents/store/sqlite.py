@@ -42,6 +42,7 @@ from typing import Any
 from ..exceptions import StoreError
 from ..messages import Message, message_from_dict
 from ._batch import (
+    _SWEEP_STEP,
     ANN_COLS,
     APPEND,
     CALL,
@@ -61,7 +62,7 @@ from ._batch import (
 from ._checkpoint import MAX_WAL_PAGES, Checkpointer
 from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
 from ._open import open_writer
-from ._schema import FINAL_SQL, SWEEP_KEY
+from ._schema import FINAL_SQL
 from ._support import store_error
 from ._writer import _RENEW, LeaseTerms, Writer
 from .base import (
@@ -81,11 +82,6 @@ MAX_BACKLOG = 2_000
 SIGKILL can lose.  A caller that would go over it waits for the writer (see :meth:`SQLiteStore.room`)."""
 
 
-_SWEEP_STEP = (f"SELECT {COLS_SQL} FROM runs INDEXED BY runs_sweep WHERE archived = 0 AND {FINAL_SQL} "
-               f"AND {SWEEP_KEY} >= ?1 AND {SWEEP_KEY} <= ?2 AND ({SWEEP_KEY} > ?1 OR run_id > ?3) "
-               f"ORDER BY {SWEEP_KEY}, run_id LIMIT ?4")
-
-
 class SQLiteStore:
     """A :class:`~subagents.store.base.Store` in one SQLite file.  See the module docstring."""
 
@@ -103,6 +99,8 @@ class SQLiteStore:
         self.lease_s = lease_s
         self.renew_s = renew_s if renew_s is not None else min(RENEW_S, lease_s / 6)
         self.max_backlog = max_backlog
+        # pending ops handed at once to an idle writer: the batching delay's timer waits for the loop's next step
+        self._eager = max(1, max_backlog // 8)
         self.archive_after_s: float | None = None
         self._timeout = timeout
         self._linger = linger_s
@@ -145,6 +143,8 @@ class SQLiteStore:
         w.submitted += 1
         timer = self._timer_loop
         if timer is not None and not timer.is_closed():
+            if self._npending >= self._eager and w.inflight == 0:
+                self._handoff()  # a long step of the event loop (a burst of spawns) keeps the idle writer fed
             return  # a hand-off is already due for this batch
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
