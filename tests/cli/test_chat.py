@@ -183,3 +183,19 @@ def test_ctrl_c_stops_the_current_turn_and_the_chat_goes_on(chat: Chat) -> None:
     ask(child, "still there?")
     child.expect_exact("ECHO #2: still there?")
     leave(child)
+
+
+def test_sigterm_closes_the_agents_as_interrupted_and_the_conversation_can_go_on(chat: Chat) -> None:
+    child = chat()
+    ask(child, "hang")
+    rid = conversation_id(child)
+    child.kill(15)
+    child.expect_exact("Stopped by SIGTERM")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 143
+    again = chat("--resume", rid)
+    again.expect_exact(f"conversation {rid}")
+    ask(again, "back again")
+    again.expect_exact("ECHO #2: back again")
+    leave(again)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..config import NO_MODEL_HELP
-from .common import fail, store_option, store_url, workdir
+from .common import store_option, store_url, workdir
 from .run import run as _run_command
 
 if TYPE_CHECKING:
@@ -82,18 +82,24 @@ def chat(ctx: click.Context, prompt: str | None, resume_ref: str | None, model_n
     if isinstance(model, str):
         check_model(model, settings.providers)
     check_agent(agent, cwd)
-    limits = Limits(max_turns=max_turns, timeout_s=timeout_s)
-    if limits == Limits():
-        limits_or_none: Limits | None = None
-    else:
-        limits_or_none = limits
+    limits_or_none = None if max_turns is None and timeout_s is None else Limits(max_turns=max_turns,
+                                                                                   timeout_s=timeout_s)
+    received: list[int] = []
     try:
         return asyncio.run(_chat(model, settings, cwd, agent=agent, limits=limits_or_none, first=prompt,
-                                 resume_ref=resume_ref, store=store_url(ctx), allow=allow, deny=deny))
-    except (UserError, ConfigError):
-        raise
-    except KeyboardInterrupt:  # pragma: no cover - the loop's handler takes Ctrl-C first
-        return fail("interrupted.", 130, False)
+                                 resume_ref=resume_ref, store=store_url(ctx), allow=allow, deny=deny,
+                                 received=received))
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        name = signal.Signals(received[0]).name
+        click.echo(f"Stopped by {name}: the agents were closed and recorded as interrupted; continue the "
+                   "conversation with subagents chat --resume ID", err=True)
+        return 128 + received[0]
+    finally:
+        from ..sandbox.shell import kill_all_process_groups
+
+        kill_all_process_groups()  # nothing a command started outlives the chat
 
 
 chat.params[-1:-1] = [p for p in _run_command.params if p.name in _SHARED]  # before --store
@@ -101,18 +107,18 @@ chat.params[-1:-1] = [p for p in _run_command.params if p.name in _SHARED]  # be
 
 async def _chat(model: Any, settings: Settings, cwd: Path, *, agent: str, limits: Limits | None,
                 first: str | None, resume_ref: str | None, store: str | None, allow: tuple[str, ...],
-                deny: tuple[str, ...]) -> int:
+                deny: tuple[str, ...], received: list[int]) -> int:
     from prompt_toolkit import PromptSession
 
     from ..exceptions import UnconfinedShellWarning
     from ..runtime.runtime import Runtime
-    from .approve import Notices, TerminalApprover
-    from .chat_screen import ChatApprover, Screen, TurnLines, read_fd_line
+    from .approve import Notices
+    from .chat_screen import ChatApprover, ChatAsk, Screen, TurnLines
     from .chat_session import ChatSession
 
     session: PromptSession[str] = PromptSession()
     screen = Screen(session)
-    approver = ChatApprover(screen, TerminalApprover(out=sys.stdout, read_line=read_fd_line))
+    approver = ChatApprover(screen, ChatAsk(out=sys.stdout))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnconfinedShellWarning)
         rt = Runtime(model, workdir=cwd, settings=settings, store=store, approver=approver, allow=allow, deny=deny)
@@ -129,6 +135,9 @@ async def _chat(model: Any, settings: Settings, cwd: Path, *, agent: str, limits
         screen.say(_greeting(rt, root_id))
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, chat.interrupt)
+        main = asyncio.current_task()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, _stop, rt, main, sig, received)
         announcer = asyncio.ensure_future(chat.announcer())
         try:
             if first is not None and first.strip():
@@ -136,9 +145,18 @@ async def _chat(model: Any, settings: Settings, cwd: Path, *, agent: str, limits
             await _prompt_loop(chat, session, screen)
         finally:
             announcer.cancel()
-            loop.remove_signal_handler(signal.SIGINT)
-            _leave(rt, chat)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+            _leave(rt, chat, stopped=bool(received))
     return 0
+
+
+def _stop(rt: Runtime, main: asyncio.Task[Any] | None, sig: int, received: list[int]) -> None:
+    """SIGTERM / SIGHUP: the agents are closed as interrupted (resumable) and the chat ends."""
+    if not received and main is not None:
+        received.append(sig)
+        rt.interrupting(signal.Signals(sig).name)
+        main.cancel()
 
 
 def _conversation(rt: Runtime, ref: str | None) -> str | None:
@@ -193,11 +211,12 @@ async def _prompt_loop(chat: ChatSession, session: Any, screen: Any) -> None:
         await chat.turn(text[1:] if text.startswith("//") else text)
 
 
-def _leave(rt: Runtime, chat: ChatSession) -> None:
-    """Before the runtime closes: say what stops, and how to come back."""
+def _leave(rt: Runtime, chat: ChatSession, *, stopped: bool) -> None:
+    """Before the runtime closes: say what stops, and how to come back (``stopped``: by a signal)."""
     working = chat.working()
     if working:
-        rt.interrupting("the chat ended")
+        if not stopped:
+            rt.interrupting("the chat ended")
         n = len(working)
         chat.screen.say(f"stopping {n} agent{'s' if n != 1 else ''} still working (recorded as interrupted)")
     if chat.root_id is not None:

@@ -14,6 +14,7 @@ The bottom toolbar under the prompt shows the agents of the conversation that ar
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -22,6 +23,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..ids import short_id
+from .approve import TerminalApprover
 from .render import Progress
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from ..authority.approvals import ApprovalRequest, Decision
     from ..runtime.events import Event
 
-__all__ = ["ChatApprover", "Screen", "TurnLines", "read_fd_line"]
+__all__ = ["ChatApprover", "ChatAsk", "Screen", "TurnLines", "read_fd_line"]
 
 TOOLBAR_ROWS = 6
 """How many running agents the toolbar shows (the rest are counted)."""
@@ -150,12 +152,21 @@ class TurnLines:
         return None
 
 
-class ChatApprover:
-    """The runtime's approver in a chat: the question is asked with the prompt suspended.
+class ChatAsk(TerminalApprover):
+    """``subagents run``'s question (:class:`~subagents.cli.approve.TerminalApprover`), its answers read with
+    :func:`read_fd_line`: a question closed unanswered (Ctrl-C stopped the turn) leaves no reader behind."""
 
-    ``ask`` is :class:`~subagents.cli.approve.TerminalApprover` reading lines with :func:`read_fd_line`
-    (byte by byte from the terminal, so nothing typed after the answer is taken from the prompt).
-    """
+    __slots__ = ()
+
+    async def _read(self, prompt: str) -> str | None:
+        self.out.write(prompt)
+        self.out.flush()
+        return await read_fd_line(0)
+
+
+class ChatApprover:
+    """The runtime's approver in a chat: the question (``ask``, a :class:`ChatAsk`) is asked with the prompt
+    suspended, and lines that come meanwhile wait for the answer."""
 
     __slots__ = ("ask", "screen")
 
@@ -180,14 +191,30 @@ def _brief(arguments: Any, room: int = 60) -> str:
     return text if len(text) <= room else text[: room - 1] + "…"
 
 
-def read_fd_line(fd: int = 0) -> str:
-    """One line from ``fd``, read a byte at a time ("" at end of input), without Python's input buffer."""
+async def read_fd_line(fd: int = 0) -> str | None:
+    """One line typed on ``fd`` (None at end of input), read by the event loop: cancelling it leaves nothing
+    behind that would take the person's next line from the prompt (a reading thread would)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[str | None] = loop.create_future()
     data = bytearray()
-    while True:
-        b = os.read(fd, 1)
-        if not b:
-            break
-        data += b
-        if b == b"\n" or b == b"\r":
-            break
-    return data.decode("utf-8", "replace")
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 1024)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            if not done.done():
+                done.set_result(None)
+            return
+        data.extend(chunk)
+        if (b"\n" in data or b"\r" in data) and not done.done():
+            done.set_result(data.decode("utf-8", "replace"))
+
+    loop.add_reader(fd, readable)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(fd)
