@@ -50,7 +50,7 @@ def test_show_prints_the_hit_ratio_of_the_run_and_its_tree(db: Path, capsys: pyt
     assert cache == ["cache hits:            20.0% (2.0k of 10.0k) of input tokens read from cache, 6.0k written"
                      " · tree of 3 runs: 40.6% (6.5k of 16.0k)"]
     stats = next(ln for ln in lines if ln.startswith("stats:"))
-    assert "cache r 6.5k w 6.0k" in stats  # the tree's cache tokens in the stats line too
+    assert "cache r 6.5k (41% hit) w 6.0k" in stats  # the tree's cache tokens in the stats line too
 
     assert show(db, "explore-grace") == 0
     cache = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("cache hits:")]

@@ -34,7 +34,7 @@ def test_unquoted_colons_load_with_one_warning_naming_file_and_line(project: Pat
     assert auditor.description == ("Reviews data handling for privacy compliance. Use when: 'GDPR', 'CCPA' or "
                                    "'consent banner' come up, or before a release that touches personal data.")
     # the rest of the file keeps its meaning: tools mapped, model alias, extra keys, body
-    assert auditor.tools == ["read_file", "grep", "glob", "web_fetch", "WebSearch"]
+    assert auditor.tools == ["read_file", "grep", "glob", "web_fetch", "web_search"]
     assert auditor.model == "anthropic:claude-sonnet-4-5"
     assert auditor.extra == {"color": "purple"}
     assert auditor.system_prompt.startswith("You are a privacy auditor.")
@@ -81,7 +81,7 @@ def test_agents_list_and_show_warn_once_per_definition_about_tools_it_cannot_hav
     err = capsys.readouterr().err
     auditor = [ln for ln in err.splitlines() if "'privacy-auditor'" in ln]
     assert len(auditor) == 1
-    assert "WebSearch: no provider-native web search here" in auditor[0]
+    assert "web_search: no provider-native web search here" in auditor[0]
     assert "(they are left out)" in auditor[0]
     scout = next(ln for ln in err.splitlines() if "'trend-scout'" in ln)
     assert "mcp__notion__search: no MCP server 'notion' is configured" in scout
@@ -91,10 +91,10 @@ def test_agents_list_and_show_warn_once_per_definition_about_tools_it_cannot_hav
 
     assert main(["agents", "show", "trend-scout", "--cwd", str(project)]) == 0
     out, err = capsys.readouterr()
-    assert "tools: ['WebSearch', 'mcp__notion__search']" in out
+    assert "tools: ['web_search', 'mcp__notion__search']" in out
     assert [ln for ln in err.splitlines() if "lists tools it cannot have" in ln] == [
         f"warning: agent type 'trend-scout' (project:{project / '.claude/agents/trend-scout.md'}) lists tools it "
-        "cannot have: WebSearch: no provider-native web search here; mcp__notion__search: no MCP server 'notion' "
+        "cannot have: web_search: no provider-native web search here; mcp__notion__search: no MCP server 'notion' "
         "is configured — it has no usable tool left, so spawning it fails; fix its 'tools:' line"]
 
 
@@ -107,7 +107,7 @@ async def test_a_definition_with_no_usable_tool_is_refused_at_spawn(project: Pat
         assert (await rt.run("review", agent="code-reviewer")).text == "hi"  # the others still run
     msg = str(e.value)
     assert "agent type 'searcher'" in msg
-    assert "has no usable tool: its definition lists WebSearch, NotebookEdit, and none of them exists" in msg
+    assert "has no usable tool: its definition lists web_search, NotebookEdit, and none of them exists" in msg
     assert "read_file" in msg  # which tools exist
     assert "Fix its 'tools:' line" in msg
 
@@ -135,10 +135,10 @@ async def test_unknown_tools_warn_once_at_start_and_the_known_ones_work(
             await rt.run("go")
             await rt.run("go")
     warnings = [r.getMessage() for r in caplog.records if "'scout'" in r.getMessage()]
-    assert warnings == [f"agent type 'scout' (project:{agents / 'scout.md'}) lists tools it cannot have: WebSearch: "
+    assert warnings == [f"agent type 'scout' (project:{agents / 'scout.md'}) lists tools it cannot have: web_search: "
                         "no provider-native web search here; NotebookEdit: notebooks are not supported here "
                         "(they are left out)"]
     assert seen == [["read_file"], ["read_file"]]
     assert len(results) == 2  # the spawn results tell the parent what was left out
-    assert all("tools its definition lists that do not exist here were left out: WebSearch, NotebookEdit" in r
+    assert all("tools its definition lists that do not exist here were left out: web_search, NotebookEdit" in r
                for r in results)

@@ -59,15 +59,30 @@ async def test_children_read_the_prefix_an_earlier_request_wrote(loopback: Loopb
         "look into the config loader"]
     assert all(len(request_blocks(b)) and sum(m for _, m in request_blocks(b)) <= MAX_BREAKPOINTS for b in bodies)
     shares = PrefixCache().add_all(bodies)
-    explore_b, general = shares[3], shares[5]
+    explore_a, explore_b, general = shares[1], shares[3], shares[5]
     # siblings of the same type: tools, the whole system prompt — all but the task message
     task_b = len(request_blocks(bodies[3])[-1][0])
     assert explore_b.cached_bytes == explore_b.total_bytes - task_b
     assert explore_b.share > 0.9
     # a child with the parent's fence: the tools and the inherited base prompt come from the parent's entry
     assert general.share > 0.8
+    # the first explore child: its read-only tools are the parent's leading group (a breakpoint there)
+    assert explore_a.cached_bytes > 0
     # the parent's later turns read its own earlier turns
     assert all(s.share > 0.9 for s in (shares[2], shares[4], shares[6]))
+
+
+async def test_explore_children_read_the_parents_cached_read_tools(loopback: Loopback, tmp_path: Path) -> None:
+    bodies = await run_tree(loopback, tmp_path)
+    parent, explore = bodies[0], bodies[1]
+    explore_tools = [t["name"] for t in explore["tools"]]
+    parent_tools = [t["name"] for t in parent["tools"]]
+    assert parent_tools[:len(explore_tools)] == explore_tools  # the child's fence is the parent's leading group
+    assert "cache_control" in parent["tools"][len(explore_tools) - 1]  # and the parent wrote an entry there
+    assert parent_tools[-1] in {"spawn_agent", "wait", "send_input", "close_agent", "resume_agent", "list_agents"}
+    share = PrefixCache().add_all(bodies[:2])[1]
+    tools_bytes = sum(len(data) for data, _ in request_blocks({"tools": explore["tools"]}))
+    assert share.cached_bytes == tools_bytes
 
 
 def spec(name: str, category: str) -> ToolSpec:

@@ -45,7 +45,10 @@ async def test_child_shares_the_parents_cached_prefix(loopback: Loopback, tmp_pa
     # the inherited base prompt is its own cached block, byte-identical in parent and child
     assert parent["system"][0] == child["system"][0] == {"type": "text", "text": "BASE: shared context.",
                                                          "cache_control": EPHEMERAL}
-    assert parent["system"][1]["cache_control"] == child["system"][1]["cache_control"] == EPHEMERAL
+    # at most 4 breakpoints (Anthropic's limit): after the shared tool groups, the base prompt, the last message
+    for body in (parent, child):
+        marks = [b for b in [*body["tools"], *body["system"], *body["messages"][-1]["content"]] if "cache_control" in b]
+        assert 2 <= len(marks) <= 4
     assert child["system"][1]["text"] != parent["system"][1]["text"]  # the child's own layers differ
     assert parent["tools"] == child["tools"]  # same fence at depth 1 < max_depth: tools prefix shared too
     assert [m["content"][0]["text"] for m in child["messages"]] == ["count the files"]

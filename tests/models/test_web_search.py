@@ -91,7 +91,7 @@ async def test_default_mode_asks_before_searching_and_a_refusal_never_reaches_th
     assert len(loopback.bodies(ANTHROPIC_PATH)) == 2  # no search call was made
 
 
-@pytest.mark.parametrize("rule", ["web_search", "web_search(python *)"])
+@pytest.mark.parametrize("rule", ["web_search", "WebSearch", "WebSearch(python *)"])
 async def test_rules_allow_it_by_our_name_or_claude_codes(rule: str, loopback: Loopback, tmp_path: Path) -> None:
     script_search(loopback)
     model = claude(loopback)

@@ -48,7 +48,7 @@ _TOOL_ALIASES = {
     # Claude Code's agent-team tools (issue 14); TaskCreate/TaskUpdate are its team board's
     "teamcreate": "team_create", "teamdelete": "team_delete", "taskcreate": "task_create", "tasklist": "task_list",
     "taskget": "task_get", "taskupdate": "task_update", "sendmessage": "send_message",
-    "webfetch": "web_fetch",
+    "webfetch": "web_fetch", "websearch": "web_search",
 }
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)

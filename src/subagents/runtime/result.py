@@ -144,7 +144,8 @@ def format_stats(duration_s: float, turns: int, usage: Usage, cost_usd: float | 
     i, o = usage.input_tokens, usage.output_tokens
     tokens = f"tokens {_k(i + o)} (in {_k(i)} / out {_k(o)}"
     if usage.cache_read_tokens or usage.cache_write_tokens:
-        tokens += f" / cache r {_k(usage.cache_read_tokens)} w {_k(usage.cache_write_tokens)}"
+        hit = f" ({usage.cache_read_tokens / i:.0%} hit)" if i else ""
+        tokens += f" / cache r {_k(usage.cache_read_tokens)}{hit} w {_k(usage.cache_write_tokens)}"
     dur = f"{duration_s:.1f}s" if duration_s < 60 else _dur(duration_s)
     return (f"runtime {dur} • {turns} turn{'' if turns == 1 else 's'} • "
             f"{tool_calls} tool call{'' if tool_calls == 1 else 's'} • {tokens}) • {cost}")

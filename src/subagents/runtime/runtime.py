@@ -126,7 +126,10 @@ class Runtime:
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
         builtins = _builtin_tools(self.workdir) if builtin_tools else []
-        universe = [*builtins, *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
+        from ..tools.web_search import supports_web_search, web_search_tool
+
+        search = [web_search_tool(self.model)] if builtin_tools and supports_web_search(self.model) else []
+        universe = [*builtins, *search, *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
         for t in universe:  # a bad schema is refused here, naming the tool (compiled once per schema)
             check_schema(t.parameters, tool=t.name)
         self.manager = AgentManager(

@@ -243,9 +243,16 @@ class ToolRegistry:
         return [n for n in self.grantable if n not in self.allowed]
 
     def specs(self) -> list[ToolSpec]:
-        """The tools as the model sees them (only those inside the fence)."""
+        """The tools as the model sees them (only those inside the fence), in cache order.
+
+        The order is the runtime's (that of the known tools, the same for every agent of a runtime) with
+        the agent and team tools last, so agents whose fences share tools send byte-identical tool
+        prefixes and read each other's prompt cache, whatever order their allowlists name them in."""
         if self._specs is None:
-            self._specs = [ToolSpec(t.name, t.description, t.parameters) for t in self.allowed.values()]
+            allowed, last = self.allowed, (ToolCategory.AGENT, ToolCategory.TEAM)
+            ordered = [t for n, t in self.known.items() if n in allowed and t.category not in last]
+            ordered += [t for n, t in self.known.items() if n in allowed and t.category in last]
+            self._specs = [ToolSpec(t.name, t.description, t.parameters, str(t.category)) for t in ordered]
         return self._specs
 
     def __contains__(self, name: object) -> bool:
