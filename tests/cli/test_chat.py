@@ -30,8 +30,10 @@ def chat(isolated: Path, tmp_path: Path) -> Iterator[Chat]:
            "SUBAGENTS_STORE": f"sqlite:///{tmp_path / 'state.db'}"}
     started: list[pexpect.spawn] = []
 
-    def start(*args: str) -> pexpect.spawn:
-        child = pexpect.spawn(sys.executable, [str(SCRIPT), *args], cwd=str(isolated), env=env, encoding="utf-8",
+    def start(*args: str, cpr: bool = False) -> pexpect.spawn:
+        """``cpr``: the test answers the cursor-position requests itself (prompt_toolkit then draws the toolbar)."""
+        child = pexpect.spawn(sys.executable, [str(SCRIPT), *args], cwd=str(isolated), encoding="utf-8",
+                              env={k: v for k, v in env.items() if not (cpr and k == "PROMPT_TOOLKIT_NO_CPR")},
                               dimensions=(40, 160), timeout=TIMEOUT)
         started.append(child)
         return child
@@ -102,6 +104,28 @@ def test_a_background_child_is_announced_while_the_person_is_idle(chat: Chat, is
     leave(child)
 
 
+def answer_cpr(child: pexpect.spawn) -> None:
+    """Answer the terminal's cursor-position request, as a real terminal does (row 5, column 1)."""
+    child.expect_exact("\x1b[6n")
+    child.send("\x1b[5;1R")
+
+
+def test_the_toolbar_under_the_prompt_shows_the_agents_working_in_the_background(chat: Chat, isolated: Path) -> None:
+    child = chat(cpr=True)
+    answer_cpr(child)
+    child.expect_exact("/help commands · /agents tree · Ctrl-D exits")  # nobody works yet
+    child.sendline("spawn delta")
+    child.expect(r"\+ (\S+) \[general-purpose\] started in the background")
+    nickname = str(child.match.group(1))
+    answer_cpr(child)  # the next prompt
+    child.expect_exact("1 agent working in the background:")
+    child.expect(rf"• {nickname}: \w+")
+    (isolated / "release-delta").touch()
+    child.expect_exact("HEARD: FOUND delta")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+
+
 def test_agents_lists_the_tree_and_cancel_closes_a_background_agent(chat: Chat) -> None:
     child = chat()
     ask(child, "spawn beta")
@@ -109,8 +133,8 @@ def test_agents_lists_the_tree_and_cancel_closes_a_background_agent(chat: Chat) 
     nickname = str(child.match.group(1))
     ask(child, "/agents")
     child.expect(rf"general-purpose-\w+ \[general-purpose\] completed \(\w+\)\s+{nickname} \[general-purpose\] "
-                 r"running \(\w+\) — beta")
-    ask(child, f"/cancel {nickname}")
+                 r"running \((\w+)\) — beta")
+    ask(child, f"/cancel {child.match.group(1)}")  # the short id /agents shows
     child.expect_exact(f"cancelled {nickname}")
     child.expect_exact("HEARD: (no output)")  # its announcement ("was cancelled") is a follow-up turn too
     ask(child, "/agents")
@@ -143,6 +167,8 @@ def test_a_conversation_is_resumed_after_the_process_exits(chat: Chat) -> None:
     again = chat("--resume", rid[:8])  # an id prefix is enough
     again.expect_exact(f"conversation {rid}")
     again.expect_exact("ECHO #1: remember the word kiwi")  # its last answer, shown for context
+    ask(again, "/agents")
+    again.expect(r"general-purpose-\w+ \[general-purpose\] completed")  # from the store, before any turn
     ask(again, "what was the word")
     again.expect_exact("ECHO #2: what was the word")  # the whole history came back with it
     assert leave(again) == rid

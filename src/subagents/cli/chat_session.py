@@ -165,21 +165,23 @@ class ChatSession:
         self.screen.say("\n".join(lines) if lines else "no agents yet: your first message starts the conversation")
 
     def tree_lines(self) -> list[str]:
-        """The conversation's agents as a tree: nickname, type, status, short id, label."""
-        agents = {a.id: a for a in self.rt.agents()}
+        """The conversation's agents as a tree (from the store: those of earlier processes too)."""
+        if self.root_id is None:
+            return []
+        runs = {r.run_id: r for r in self.rt.runs(include_archived=True) if (r.root_id or r.run_id) == self.root_id}
         kids: dict[str | None, list[str]] = {}
-        for a in agents.values():
-            kids.setdefault(a.parent_id if a.parent_id in agents else None, []).append(a.id)
+        for r in runs.values():
+            kids.setdefault(r.parent_id if r.parent_id in runs else None, []).append(r.run_id)
         out: list[str] = []
 
-        def walk(aid: str, depth: int) -> None:
-            a = agents[aid]
-            label = "" if a.parent_id is None else f" — {a.label}"
-            out.append(f"{'  ' * depth}{a.nickname} [{a.agent_type}] {a.status} ({short_id(a.id)}){label}")
-            for k in kids.get(aid, []):
+        def walk(rid: str, depth: int) -> None:
+            r = runs[rid]
+            label = "" if r.parent_id is None else f" — {r.label}"
+            out.append(f"{'  ' * depth}{r.nickname} [{r.agent_type}] {r.status} ({short_id(r.run_id)}){label}")
+            for k in kids.get(rid, []):
                 walk(k, depth + 1)
 
-        if self.root_id in agents:
+        if self.root_id in runs:
             walk(self.root_id, 0)
         return out
 
