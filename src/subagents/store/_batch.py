@@ -12,6 +12,7 @@ import hashlib
 import json
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from ..messages import Message, TextBlock, ToolUseBlock
@@ -173,14 +174,21 @@ def _record_row(rec: RunRecord, prompts: dict[str, list[Any]]) -> list[Any]:
 
 
 def record_from_row(row: Sequence[Any]) -> RunRecord:
-    d: dict[str, Any] = {}
-    for c, v in zip(RUN_COLUMNS, row, strict=True):
-        if c in _JSON_COLS:
-            v = json.loads(v) if v else {}
-        elif c in _BOOL_COLS:
-            v = bool(v)
-        d[c] = v
-    return RunRecord(**d)
+    """The record of a ``runs`` row selected as :data:`COLS_SQL` (positional: the columns are in field order;
+    an empty JSON column is not parsed — reads of many rows, a sweep step, stay short)."""
+    v = list(row)
+    if len(v) != len(RUN_COLUMNS):
+        raise ValueError(f"a runs row has {len(RUN_COLUMNS)} columns, got {len(v)}")
+    for i in _JSON_IDX:
+        x = v[i]
+        v[i] = {} if not x or x == "{}" else json.loads(x)
+    for i in _BOOL_IDX:
+        v[i] = bool(v[i])
+    return RunRecord(*v)
+
+
+if tuple(f.name for f in dataclass_fields(RunRecord)) != RUN_COLUMNS:  # record_from_row and _record_row rely on it
+    raise ImportError("RunRecord's fields and the runs columns (store/_schema.py RUN_COLUMNS) differ in order")
 
 
 
