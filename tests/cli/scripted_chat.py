@@ -20,10 +20,8 @@ import re
 import sys
 from pathlib import Path
 
-from subagents.cli.main import COMMANDS, main
+from subagents.cli.main import main
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
-
-COMMANDS.setdefault("chat", "subagents.cli.chat:chat")  # until cli/main.py lists it
 
 
 async def conversation(req: ModelRequest) -> ModelResponse:

@@ -14,11 +14,9 @@ from prompt_toolkit.output import DummyOutput
 
 from subagents import Runtime
 from subagents.cli.chat_screen import Screen, TurnLines
-from subagents.cli.main import COMMANDS, main
+from subagents.cli.main import main
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.events import Event
-
-COMMANDS.setdefault("chat", "subagents.cli.chat:chat")  # until cli/main.py lists it
 
 
 async def test_an_idle_roots_queued_announcement_is_its_whole_next_turn(tmp_path: Path) -> None:
