@@ -36,12 +36,13 @@ __all__ = ["TOOL_ALIASES", "Rule", "command_segments", "escape", "parse_rule", "
 TOOL_ALIASES = {
     "bash": "bash", "read": "read_file", "write": "write_file", "edit": "edit_file", "multiedit": "edit_file",
     "glob": "glob", "grep": "grep", "ls": "list_dir", "task": "spawn_agent", "agent": "spawn_agent",
-    "todowrite": "todo_write", "webfetch": "web_fetch", "websearch": "web_search",
+    "todowrite": "todo_write", "webfetch": "web_fetch",
 }
 """Claude Code / Qwen tool names (lower-cased) -> ours."""
 
 _PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_dir", "glob", "grep"})
 _SUBJECT = {"bash": "command", "spawn_agent": "agent_type"}
+_OMITTED = {"spawn_agent": "general-purpose"}  # the subject of a call that leaves it out (the tool's default)
 _RULE = re.compile(r"\A\s*([A-Za-z0-9_.*?\-]+)\s*(?:\((.*)\))?\s*\Z", re.S)
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;"})
 _UNSAFE = re.compile(r"\$\(|`|<\(|>\(|\n|\r")
@@ -79,7 +80,7 @@ class Rule:
             return _path_matches(rx, str(arguments.get("path", ".")), root, any_depth=self._any_depth)
         key = _SUBJECT.get(tool)
         if key is not None:
-            return rx.fullmatch(str(arguments.get(key, ""))) is not None
+            return rx.fullmatch(str(arguments.get(key, _OMITTED.get(tool, "")))) is not None
         return any(isinstance(v, str) and rx.fullmatch(v) for v in arguments.values())
 
     def __str__(self) -> str:

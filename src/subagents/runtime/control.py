@@ -19,7 +19,7 @@ from .node import AgentNode
 from .prompts import compressed_result
 from .recovery import adopt_children
 from .result import RunResult
-from .structured import attach, output_spec
+from .structured import output_spec
 
 if TYPE_CHECKING:
     from .manager import AgentManager
@@ -130,7 +130,7 @@ class ManagerControl:
                                   label=_label(label), cleanup=_cleanup(cleanup), limits=limits)
         except SpawnError as e:
             raise ToolError(str(e)) from None
-        attach(node.core, spec)
+        self.mgr.recorder.attach_output(node, spec)
         if node.background:
             ahead = self.mgr.slots.ahead(node)
             if ahead is None and not node.narrowed:  # the common case: json.dumps of the dict below, by template

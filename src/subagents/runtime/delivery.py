@@ -7,7 +7,9 @@ atomically; its text is seed 003's trigger message, :func:`~.result.trigger_mess
   delivered at its next tool boundary ("steer");
 - the parent is running and steering is off -> queued in its inbox as a follow-up: it waits for the
   end of the parent's turn and is then given as one more user turn ("followup");
-- the parent is not running -> kept as a follow-up, delivered first when the parent is resumed.
+- the parent is not running -> kept as a follow-up, delivered first when the parent is resumed;
+- the parent was ending its run when it arrived (in a Stop hook, leaving its worktree): it stays in the inbox
+  and is delivered first when the parent is resumed, like a follow-up (:meth:`Announcements.with_followups`).
 
 The parent may answer a follow-up with ``NO_REPLY``; such a reply is silent (:attr:`.RunResult.silent`).
 
@@ -67,11 +69,14 @@ class Announcements:
             self.recorder.ack(parent, ann_id)
 
     def with_followups(self, node: AgentNode, message: str) -> str:
-        """``message`` preceded by the follow-ups queued for ``node`` (which count as delivered with it)."""
-        if not node.followups:
+        """``message`` preceded by the follow-ups queued for ``node`` (which count as delivered with it), then by
+        what was left in its inbox: messages that reached it while it was ending its run (seed 003: an injection
+        that did not reach the agent is a follow-up)."""
+        if not node.followups and not node.core.inbox:
             return message
         texts = [a.text for a in node.followups]
         for a in node.followups:
             self.recorder.ack(node, a.id)
         node.followups = []
+        texts.extend(node.core.inbox.drain())  # acknowledged with the message that carries them, as at a boundary
         return "\n\n".join([*texts, message] if message.strip() else texts)

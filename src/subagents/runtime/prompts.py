@@ -59,9 +59,10 @@ def build_system_prompt(
 
 
 def header_line(r: RunResult) -> str:
-    """The one-line stats header of a compressed result."""
+    """The one-line stats header of a compressed result: seed 003's stats (runtime, tokens, cost), not how many
+    turns or tool calls the child took (seed 000: the parent never sees them)."""
     return (f"[agent {r.nickname} · id {r.id} · {r.agent} · status {r.status} · outcome {r.outcome}"
-            + (f" ({r.limit})" if r.limit else "") + f" · {r.stats_line()}]")
+            + (f" ({r.limit})" if r.limit else "") + f" · {r.announce_stats()}]")
 
 
 def _capped(text: str, cap: int, run_id: str) -> str:

@@ -20,6 +20,7 @@ from .limits import Limits
 from .node import AgentNode
 from .result import RunResult
 from .status import Status
+from .structured import OutputSpec, attach, stored
 
 __all__ = ["Recorder", "final_fields", "limits_dict", "stats"]
 
@@ -86,6 +87,13 @@ class Recorder:
     def update(self, node: AgentNode, fields: dict[str, Any]) -> None:
         """Record other fields of a run (no event)."""
         self.store.update_run(node.id, fields)
+
+    def attach_output(self, node: AgentNode, spec: OutputSpec | None) -> None:
+        """Make ``node`` end with a valid ``final_result`` (:func:`.structured.attach`) and keep the schema in its
+        record (``limits``), so a run resumed from the store is held to it too (:func:`.structured.restore`)."""
+        if spec is not None:
+            attach(node.core, spec)
+            self.update(node, {"limits": limits_dict(node.limits) | stored(node.core)})
 
     def finished(self, node: AgentNode, result: RunResult, ann: AnnouncementRecord | None) -> None:
         """Record the end of a run (and the announcement for its parent, atomically), then announce it.

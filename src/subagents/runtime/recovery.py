@@ -37,6 +37,7 @@ from ..exceptions import DefinitionError, SpawnError
 from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
 from ..store._lease import process_gone
 from ..store.base import AnnouncementRecord, RunRecord, Store
+from ..tools.todo import todos_from_transcript
 from .isolation import worktree_from_record
 from .limits import Limits
 from .loop import Final
@@ -45,6 +46,7 @@ from .pending_spawns import pending_spawns, spawn_result
 from .prompts import announcement_text
 from .result import RunResult
 from .status import Outcome, Status
+from .structured import restore as restore_output
 
 if TYPE_CHECKING:
     from .manager import AgentManager
@@ -114,6 +116,8 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
                       rec.cleanup, transcript, grant, ids=(rec.run_id, rec.nickname))
     if rec.system_prompt:
         node.core.system = rec.system_prompt
+    restore_output(node.core, rec.limits)  # a structured run must still end with a valid final_result
+    node.core.ctx.todos[:] = todos_from_transcript(transcript)  # its todo list, from its last todo_write
     node.worktree = worktree_from_record(rec.worktree)
     node.root_id = rec.root_id or rec.run_id
     node.runs = rec.runs

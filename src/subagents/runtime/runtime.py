@@ -47,7 +47,7 @@ from .recovery import restore as restore_runs
 from .result import RunResult
 from .retention import Retention
 from .status import Outcome, Status
-from .structured import attach, output_spec
+from .structured import output_spec
 from .sweeper import Sweeper
 from .team_handle import Team
 from .teams import restore_teams, team_service
@@ -232,7 +232,7 @@ class Runtime:
                 raise UserError("structured results (output_type/output_schema) need the local engine for now")
             return await run_remote(self, prompt, agent, limits, model)
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
-        attach(node.core, spec)
+        self.manager.recorder.attach_output(node, spec)
         return await self.manager.wait_one(node)
 
     async def events_delivered(self) -> None:
@@ -281,7 +281,7 @@ class Runtime:
         spec = output_spec(output_type, output_schema)
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=background,
                            label=label, parent=parent, cleanup=cleanup, isolation=isolation)
-        attach(node.core, spec)
+        self.manager.recorder.attach_output(node, spec)
         return AgentHandle(node.id, node.nickname, node.info.agent_type,
                            queued=self.manager.slots.ahead(node) is not None)
 

@@ -1,6 +1,6 @@
 """The sub-agent tools the model sees; they reach the manager through ``AgentControl``.
 
-``spawn_agent(agent_type, prompt, description, background?, model?, label?, cleanup?, run_timeout_s?)``,
+``spawn_agent(prompt, agent_type?, description?, background?, model?, label?, cleanup?, run_timeout_s?)``,
 ``send_input(agent_id, message)``, ``wait(agent_ids?, timeout_s?, return_when="all")``,
 ``close_agent(agent_id)``, ``resume_agent(agent_id, message)``, ``list_agents()``.
 
@@ -26,7 +26,7 @@ def _control(ctx: ToolContext) -> AgentControl:
     return ctx.control
 
 
-async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, description: str = "",
+async def spawn_agent(ctx: ToolContext, prompt: str, agent_type: str = "general-purpose", description: str = "",
                       background: bool | None = None, model: str | None = None,
                       isolation: Literal["worktree"] | None = None, team: str | None = None,
                       name: str | None = None, require_plan_approval: bool = False, label: str | None = None,
@@ -40,8 +40,8 @@ async def spawn_agent(ctx: ToolContext, agent_type: str, prompt: str, descriptio
     exactly NO_REPLY when the user needs no news of it.
 
     Args:
-        agent_type: the kind of agent, e.g. general-purpose, explore, plan, verify, coordinator.
         prompt: the complete task; the sub-agent sees nothing of your conversation but this.
+        agent_type: the kind of agent, e.g. general-purpose (the default), explore, plan, verify, coordinator.
         description: a short (3-5 word) label for the task.
         background: run concurrently and return at once (omitted: the agent type's default, usually false).
         model: optional model override, e.g. anthropic:claude-haiku-4-5.
