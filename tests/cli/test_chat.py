@@ -225,3 +225,26 @@ def test_sigterm_closes_the_agents_as_interrupted_and_the_conversation_can_go_on
     ask(again, "back again")
     again.expect_exact("ECHO #2: back again")
     leave(again)
+
+
+def test_prompt_is_the_first_message_and_a_double_slash_sends_a_slash(chat: Chat) -> None:
+    child = chat("first words")
+    child.expect_exact("ECHO #1: first words")
+    ask(child, "//agents is a word")
+    child.expect_exact("ECHO #2: /agents is a word")
+    ask(child, "/frobnicate")
+    child.expect_exact("unknown command '/frobnicate'; /help lists the commands")
+    leave(child)
+
+
+def test_ctrl_c_at_an_approval_question_stops_the_turn_and_the_next_line_reaches_the_prompt(chat: Chat,
+                                                                                         isolated: Path) -> None:
+    child = chat()
+    ask(child, "edit never.txt")
+    child.expect_exact("your choice [y/a/n]: ")
+    child.sendintr()
+    child.expect_exact("the turn stopped: cancelled")
+    ask(child, "hello after")
+    child.expect_exact("ECHO #2: hello after")  # the unanswered question kept no reader of this line
+    assert not (isolated / "never.txt").exists()
+    leave(child)
