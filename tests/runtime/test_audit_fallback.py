@@ -1,7 +1,6 @@
-"""Seed statements whose fix waits in /tmp/notes/audit-requests.md (the rows marked "in progress" in
-docs/seed-audit.md): an omitted agent type falls back to general-purpose (seed 001 "user roles -> built-in roles ->
-fallback", seed 002's task tool needs only a prompt), and the parent is not told how many turns a child took
-(seed 000)."""
+"""Seed statements the audit (docs/seed-audit.md) found missing: an omitted agent type falls back to
+general-purpose (seed 001 "user roles -> built-in roles -> fallback", seed 002's task tool needs only a prompt), and
+the parent is not told how many turns a child took (seed 000)."""
 
 from __future__ import annotations
 
