@@ -134,7 +134,7 @@ def test_api_keys_are_masked_when_shown(dirs: tuple[Path, Path, dict[str, str]])
         ("[agent]\nmax_threads = 4\n",
          "unknown section [agent] (did you mean agents?); "
          "known sections: agents, announce, cleanup, engine, hooks, limits, mcp, model, permissions, pricing, "
-         "providers, sandbox, store, telemetry, tools"),
+         "providers, sandbox, store, telemetry, tools, web"),
         ('model = "x"\n', "model must be a table ([model]), got \"x\""),
         ('[providers.gemini]\napi_key = "x"\n',
          "unknown provider [providers.gemini]; known providers: anthropic, openai"),

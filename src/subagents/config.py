@@ -134,6 +134,7 @@ class Settings:
     engine_url: str | None = _d("engine.url")
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # [mcp.servers.NAME]: name -> mcp.McpServerConfig
     announce_steer: bool = _d("announce.steer")
+    web_allow_private_hosts: list[str] = field(default_factory=list)
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""

@@ -164,6 +164,10 @@ _FIXED: tuple[Key, ...] = (
         env="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", field="capture_content"),
     Key("telemetry", "service_name", "string", "subagents", "`service.name` of the traces",
         env="OTEL_SERVICE_NAME", field="telemetry_service_name"),
+    Key("web", "allow_private_hosts", _LIST, [],
+        "hosts `web_fetch` may reach although they resolve to loopback or private addresses (e.g. `localhost` for "
+        "a local documentation server); user file only: a cloned project must not open your machine's services",
+        field="web_allow_private_hosts", user_only=True),
 )
 
 _PROVIDER: tuple[Key, ...] = tuple(
