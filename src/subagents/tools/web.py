@@ -3,7 +3,8 @@
 It is a network action: its category is ``execute``, so the permission rules apply
 (``web_fetch(domain:example.com)`` once rules know the ``domain:`` form) and ``default`` mode asks.
 Only ``http``/``https`` URLs; hosts that resolve to loopback, private, link-local or otherwise
-non-public addresses are refused unless named in ``allow_private_hosts`` (see :func:`web_fetch_tool`),
+non-public addresses are refused unless named in ``allow_private_hosts`` (see :func:`web_fetch_tool`; the
+runtime's built-in tool takes ``[web] allow_private_hosts`` from the user's config file),
 so an agent cannot reach the machine's own services or the local network by default.  Redirects are
 followed on the same host (each hop checked again); a redirect to another host is reported to the
 model, which calls again with that URL so the rules see the new host.  The download stops at
@@ -44,7 +45,8 @@ def _check_host(host: str, port: int, allowed: Collection[str]) -> None:
         if not addr.is_global:
             raise ToolError(
                 f"refused: {host!r} resolves to {addr}, a loopback, private or otherwise non-public address; "
-                "web_fetch reaches public hosts only. To allow this host, build the tool with "
+                "web_fetch reaches public hosts only. To allow this host, add it to [web] allow_private_hosts in "
+                "your user config file (subagents config show names it), or build the tool with "
                 f"web_fetch_tool(allow_private_hosts=[{host!r}]).")
 
 
