@@ -89,25 +89,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset (floor always runs)")
     a = ap.parse_args()
-    samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    gc_s: dict[str, float] = {v: 0.0 for v in VARIANTS}
+    variants = ["floor", *[v for v in a.variants.split(",") if v in VARIANTS and v != "floor"]]
+    samples: dict[str, list[float]] = {v: [] for v in variants}
+    gc_s: dict[str, float] = {v: 0.0 for v in variants}
     per = max(1, a.iters // a.rounds)
     with tempfile.TemporaryDirectory() as d:
         gcc = GcClock()
-        for v in VARIANTS:  # warm-up
+        for v in variants:  # warm-up
             asyncio.run(measure(v, 100, d, gcc))
         for _ in range(a.rounds):
-            for v in VARIANTS:
+            for v in variants:
                 gcc.total = 0.0
                 samples[v] += asyncio.run(measure(v, per, d, gcc))
                 gc_s[v] += gcc.total
     res: dict[str, Any] = {"bench": "watched", "n": per * a.rounds}
-    for v in VARIANTS:
+    for v in variants:
         us = [x * 1e6 for x in samples[v]]
         res[v] = {"median_us": round(statistics.median(us), 1), "mean_us": round(statistics.fmean(us), 1),
                   "gc_share": round(gc_s[v] / sum(samples[v]), 3)}
-    for v in VARIANTS[1:]:
+    for v in variants[1:]:
         res[v]["x_floor_mean"] = round(res[v]["mean_us"] / res["floor"]["mean_us"], 2)
     print(json.dumps(res))
 

@@ -8,13 +8,14 @@ waits behind a gate until the commit (:meth:`Recorder.commit_point`).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..messages import Message
 from ..store.base import AnnouncementRecord, RunRecord, Store
-from .events import CURRENT_CALL, Event, EventBus
+from .events import CURRENT_CALL, Event, EventBus, Gate
 from .isolation import worktree_record
 from .limits import Limits
 from .node import AgentNode
@@ -73,7 +74,7 @@ class Recorder:
         """Hold later events until what the store was given so far is committed (only when someone listens)."""
         if self.bus.active:
             gate = self.bus.gate()
-            if not self.store.on_commit(gate.open_threadsafe):
+            if not self.store.on_commit(_GateOpener(self.bus, gate)):
                 self.bus.open(gate)
 
     def set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
@@ -112,6 +113,26 @@ class Recorder:
         if self.bus.active:
             i = node.info
             self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, nickname=i.nickname))
+
+
+class _GateOpener:
+    """Opens a gate once the store committed: at once when called on the gate's own event loop (the SQLite store
+    calls there, a batch's callbacks together), else by a hand-over to that loop (any other thread)."""
+
+    __slots__ = ("bus", "gate")
+
+    def __init__(self, bus: EventBus, gate: Gate) -> None:
+        self.bus, self.gate = bus, gate
+
+    def __call__(self) -> None:
+        try:
+            here = asyncio.get_running_loop() is self.gate.loop
+        except RuntimeError:
+            here = False
+        if here:
+            self.bus.open(self.gate)
+        else:
+            self.gate.open_threadsafe()
 
 
 class _MessageSink:

@@ -1,13 +1,14 @@
-"""Helpers of the SQLite store: the wording of its errors and the ``.subagents/.gitignore`` it writes."""
+"""Helpers of the SQLite store: the wording of its errors, the ``.subagents/.gitignore`` it writes, the running loop."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 
 from ..exceptions import StoreError
 
-__all__ = ["GITIGNORE", "store_error", "write_gitignore"]
+__all__ = ["GITIGNORE", "running_loop", "store_error", "write_gitignore"]
 
 #: What ``.subagents/.gitignore`` holds: the state stays out of git, config and agent definitions may go in.
 GITIGNORE = """\
@@ -49,3 +50,11 @@ def store_error(path: Path, e: BaseException, doing: str) -> StoreError:
             "space of the file and its directory, or point [store] url at a writable path")
     return StoreError(f"the run store {path} failed while {doing} ({msg}); run 'subagents runs list' to check it, "
                       "or point [store] url at another file")
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

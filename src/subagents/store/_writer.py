@@ -136,13 +136,7 @@ class Writer:
                 ck.restart_due = False
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
-            for _, signals, _ in real:  # flush waiters and commit callbacks run even after a failure
-                for op in signals:
-                    if op[0] == FLUSH:
-                        op[1].set()
-                    elif op[0] == CALL:
-                        with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
-                            op[1]()
+            _signal(real)  # flush waiters and commit callbacks run even after a failure
             if stop:
                 return
 
@@ -190,6 +184,37 @@ class Writer:
             self.error = store_error(self.path, e, "writing to it")
             with contextlib.suppress(sqlite3.Error):
                 c.execute("ROLLBACK")
+
+
+def _signal(batches: list[Batch]) -> None:
+    """Wake the batches' flush waiters and run their commit callbacks: those asked on an event loop are called
+    there, together — one hand-over (one round trip of the GIL to a busy loop) per loop and batch."""
+    on_loops: dict[asyncio.AbstractEventLoop, list[Callable[[], None]]] = {}
+    for _, signals, _ in batches:
+        for op in signals:
+            if op[0] == FLUSH:
+                op[1].set()
+            elif op[0] == CALL:
+                if len(op) > 2 and op[2] is not None:
+                    on_loops.setdefault(op[2], []).append(op[1])
+                    continue
+                with contextlib.suppress(RuntimeError):  # the event loop that asked is closed
+                    op[1]()
+    for loop, callbacks in on_loops.items():
+        with contextlib.suppress(RuntimeError):  # that event loop is closed
+            loop.call_soon_threadsafe(_call_all, callbacks)
+
+
+def _call_all(callbacks: list[Callable[[], None]]) -> None:
+    """On the event loop: each callback in turn; one that fails is reported and does not stop the others."""
+    for cb in callbacks:
+        try:
+            cb()
+        except RuntimeError:  # (an event loop it hands over to is closed)
+            pass
+        except Exception as e:
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "a store commit callback failed", "exception": e})
 
 
 def _resolve(futs: list[asyncio.Future[None]]) -> None:

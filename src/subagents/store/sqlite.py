@@ -63,7 +63,7 @@ from ._checkpoint import MAX_WAL_PAGES, Checkpointer
 from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
 from ._open import open_writer
 from ._schema import FINAL_SQL
-from ._support import store_error
+from ._support import running_loop, store_error
 from ._writer import _RENEW, LeaseTerms, Writer
 from .base import (
     FINAL_STATUSES,
@@ -146,10 +146,7 @@ class SQLiteStore:
             if self._npending >= self._eager and w.inflight == 0:
                 self._handoff()  # a long step of the event loop (a burst of spawns) keeps the idle writer fed
             return  # a hand-off is already due for this batch
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = running_loop()
         if loop is None:
             self._handoff()
         else:  # the first op of a batch: hand it over in linger_s
@@ -279,7 +276,8 @@ class SQLiteStore:
         return [AuditRecord(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     def on_commit(self, callback: Callable[[], None]) -> bool:
-        self._put((CALL, callback))
+        """See :meth:`Store.on_commit`; asked on an event loop, it is called on that loop (with the batch's others)."""
+        self._put((CALL, callback, running_loop()))
         return True
 
     def hurry(self) -> None:
