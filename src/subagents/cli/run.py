@@ -47,10 +47,13 @@ MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[
               help="Refuse calls matching RULE, e.g. 'read_file(.env)' (repeatable).")
 @click.option("--sandbox", "sandbox_mode", type=click.Choice(["auto", "bwrap", "landlock", "off"]), default=None,
               help="How bash is confined (default: [sandbox] mode, else auto). 'off' runs commands unconfined.")
+@click.option("--engine", "engine", metavar="URL", default=None,
+              help="Run the agents on Temporal workers: temporal://host:7233?namespace=...&task_queue=... "
+                   "(default: [engine] url or $SUBAGENTS_ENGINE; unset: in this process).")
 @click.pass_context
 def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_name: str | None, agent: str,
         max_turns: int | None, timeout_s: float | None, as_json: bool, permission_mode: str | None,
-        allow: tuple[str, ...], deny: tuple[str, ...], sandbox_mode: str | None) -> int:
+        allow: tuple[str, ...], deny: tuple[str, ...], sandbox_mode: str | None, engine: str | None) -> int:
     """Run PROMPT with one agent and print its final answer.
 
     An answer that is exactly NO_REPLY (the agent chose to say nothing, e.g. to a background
@@ -62,6 +65,9 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
     On a terminal, calls that need approval (file edits and shell commands in the default permission
     mode) are asked there; elsewhere (--json, CI, a pipe) they are denied unless the mode or a rule
     allows them.
+
+    With --engine (or [engine] url) the agents run on `subagents worker` processes, with the workers'
+    model, tools and permissions; the progress and `subagents runs` come from the shared run store.
 
     Exit status: 0 ok, 1 the run failed or a limit stopped it, 2 usage or configuration error
     (unknown agent, missing API key, bad config file, corrupt store), 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP.
@@ -76,14 +82,33 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
     settings = load_settings(cwd, overrides={"model_default": model_name, "permission_mode": permission_mode,
                                              "sandbox_mode": sandbox_mode})
     model: Any = (ctx.obj or {}).get("model") or settings.model_default
-    if model is None:
+    if engine is not None:
+        settings.engine_url = engine
+    if settings.engine_url:
+        check_remote(settings.engine_url, permission_mode, allow, deny, sandbox_mode)
+        model = model_name  # the workers resolve it (None: their own default)
+    elif model is None:
         raise ConfigError(NO_MODEL_HELP)
-    if isinstance(model, str):
+    elif isinstance(model, str):
         check_model(model, settings.providers)  # malformed, no SDK, no key: exit 2 before anything starts
     check_agent(agent, cwd)  # before the store is opened (or created) for a run that cannot start
     limits = Limits(max_turns=max_turns, timeout_s=timeout_s)
     return execute(model, text, workdir=cwd, settings=settings, agent=agent, limits=limits, as_json=as_json,
                    allow=allow, deny=deny)
+
+
+def check_remote(url: str, permission_mode: str | None, allow: Sequence[str], deny: Sequence[str],
+                 sandbox_mode: str | None) -> None:
+    """With an engine URL the agents run on the workers: refuse the options that only a local run uses."""
+    from ..engines.temporal.target import TemporalTarget
+    from ..exceptions import UserError
+
+    TemporalTarget.parse(url)  # a bad URL: exit 2 before anything starts
+    given = [name for name, v in (("--permission-mode", permission_mode), ("--allow", allow), ("--deny", deny),
+                                  ("--sandbox", sandbox_mode)) if v]
+    if given:
+        raise UserError(f"{', '.join(given)} apply where the agents run: with an engine URL, pass them to "
+                        "`subagents worker` (or set them in the workers' .subagents/config.toml)")
 
 
 def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent: str = "general-purpose",

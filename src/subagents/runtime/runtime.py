@@ -28,7 +28,6 @@ from ..exceptions import ConfigError, SpawnError, UnconfinedShellWarning, UserEr
 from ..models.base import Model
 from ..models.clients import ClientPool
 from ..models.pricing import PriceTable
-from ..models.resolve import resolve_model
 from ..sandbox.policy import SandboxPolicy
 from ..sandbox.workspace import Workspace
 from ..store import RunRecord, Store, open_store
@@ -44,6 +43,7 @@ from .limits import Limits
 from .manager import AgentManager
 from .recovery import RestoreReport, adopt_tree, record_result
 from .recovery import restore as restore_runs
+from .remote import RemoteAgents, routed, workers_model
 from .result import RunResult
 from .retention import Retention
 from .status import Outcome, Status
@@ -52,26 +52,17 @@ from .sweeper import Sweeper
 from .team_handle import Team
 from .teams import restore_teams, team_service
 from .waiting import wait_stored
-from .wiring import attach_mcp, build_authority, build_tracing, manager_settings, run_remote
+from .wiring import attach_mcp, build_authority, build_tracing, builtin_tools_for, manager_settings, resolve_with
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
 
-
-def _builtin_tools(workdir: Path) -> list[Tool]:
-    from ..tools.builtin import builtin_tools
-
-    return builtin_tools(workdir)
-
-
-def _resolve_with(providers: Mapping[str, Mapping[str, Any]], clients: ClientPool, spec: Model | str) -> Model:
-    if isinstance(spec, str):
-        return resolve_model(spec, providers.get(spec.partition(":")[0].lower(), {}), clients=clients)
-    return resolve_model(spec)
-
-
 class Runtime:
-    """Runs agents and their sub-agents.  Use it as ``async with Runtime(...) as rt``."""
+    """Runs agents and their sub-agents.  Use it as ``async with Runtime(...) as rt``.
+
+    ``engine="temporal://..."`` (or ``[engine] url``, ``SUBAGENTS_ENGINE``): the agents run on Temporal workers
+    and the lifecycle methods go there (:mod:`subagents.runtime.remote`); no model is needed on this side.
+    """
 
     def __init__(
         self,
@@ -110,12 +101,14 @@ class Runtime:
         apply_arguments(s, max_threads=max_threads, max_depth=max_depth, when_full=when_full,
                         permission_mode=permission_mode)
         self.prices = PriceTable(s.pricing)  # this runtime's prices: [pricing] over the built-in table
+        self.engine_url = engine if engine is not None else s.engine_url  # None: agents run in this process
         spec = model if model is not None else s.model_default
-        if spec is None:
+        if spec is None and not self.engine_url:
             raise ConfigError(NO_MODEL_HELP)
         self.clients = ClientPool()
         """The SDK clients of this runtime's models: one per server and key, closed by :meth:`aclose`."""
-        self.model = self._resolve(spec)
+        remote = bool(self.engine_url)  # then a model string is the workers' to resolve (run's default model)
+        self.model = workers_model() if spec is None or remote else resolve_with(s.providers, self.clients, spec)
         self.store: Store = store if store is not None and not isinstance(store, str) else open_store(
             store if isinstance(store, str) else s.store_url, self.workdir)
         self.bus = EventBus()
@@ -125,16 +118,13 @@ class Runtime:
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
-        builtins = _builtin_tools(self.workdir) if builtin_tools else []
-        from ..tools.web_search import supports_web_search, web_search_tool
-
-        search = [web_search_tool(self.model)] if builtin_tools and supports_web_search(self.model) else []
-        universe = [*builtins, *search, *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
+        builtins = builtin_tools_for(self.workdir, self.model) if builtin_tools else []
+        universe = [*builtins, *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
         for t in universe:  # a bad schema is refused here, naming the tool (compiled once per schema)
             check_schema(t.parameters, tool=t.name)
         self.manager = AgentManager(
             definitions=self.definitions, tools=universe, model=self.model,
-            resolve_model=functools.partial(_resolve_with, s.providers, self.clients),  # no cycle through self
+            resolve_model=functools.partial(resolve_with, s.providers, self.clients),  # no cycle through self
             workspace=self.workspace, store=self.store, bus=self.bus,
             settings=manager_settings(s, system_prompt, limits, self.prices),
             control_factory=ManagerControl,
@@ -153,15 +143,13 @@ class Runtime:
         """The runtime's MCP servers (``None``: none configured); each starts with the first agent that may use it."""
         self.tracing: Any = build_tracing(telemetry, s, self.bus, self.store)
         """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
-        self.engine_url = engine if engine is not None else s.engine_url  # None: agents run in this process
-        self._remote: Any = None  # the Temporal engine's client, connected on first use
+        self.remote = RemoteAgents(self.engine_url, store=self.store, bus=self.bus, executor=self.manager.executor,
+                                   default_limits=self.manager.cfg.default_limits,
+                                   model=model if isinstance(model, str) else None) if self.engine_url else None
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
         self._sweeper_task: RunHandle[None] | None = None
         self._restored = False
         self._in_run_sync = False
-
-    def _resolve(self, spec: Model | str) -> Model:
-        return _resolve_with(self.settings.providers, self.clients, spec)
 
     @property
     def sandbox_warning(self) -> str | None:
@@ -172,13 +160,14 @@ class Runtime:
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> Runtime:
         await self.restore()
-        if self._sweeper_task is None:
+        if self._sweeper_task is None and self.remote is None:
             self._sweeper_task = self.manager.executor.start_service("subagents-sweeper", self.sweeper.run)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    @routed
     async def restore(self) -> RestoreReport | None:
         """Take over the runs a dead process left unfinished (once; see :mod:`subagents.runtime.recovery`).
 
@@ -198,6 +187,8 @@ class Runtime:
         if self._sweeper_task is not None:
             task, self._sweeper_task = self._sweeper_task, None
             await self.manager.executor.stop_service(task)
+        if self.remote is not None:
+            await self.remote.aclose()
         await self.manager.shutdown()
         await self.manager.executor.aclose()
         if self.mcp is not None:
@@ -218,19 +209,15 @@ class Runtime:
                                 "agent finished; resume it with: subagents runs resume <id> <message>")
 
     # -- running --------------------------------------------------------------------------------
+    @routed
     async def run(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
                   model: Model | str | None = None, output_type: Any = None,
                   output_schema: Mapping[str, Any] | None = None) -> RunResult:
         """Run a root agent to the end and return its result (limits stop it with partial work).
 
         ``output_type`` (a pydantic model class) or ``output_schema`` (a JSON schema): the agent must end
-        with a valid ``final_result`` call; ``result.output`` is the validated value, ``result.text`` its JSON.
-        With ``engine="temporal://..."`` (or ``[engine] url``) the run goes to Temporal workers instead."""
+        with a valid ``final_result`` call; ``result.output`` is the validated value, ``result.text`` its JSON."""
         spec = output_spec(output_type, output_schema)
-        if self.engine_url:
-            if spec is not None:
-                raise UserError("structured results (output_type/output_schema) need the local engine for now")
-            return await run_remote(self, prompt, agent, limits, model)
         node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
         self.manager.recorder.attach_output(node, spec)
         return await self.manager.wait_one(node)
@@ -272,6 +259,7 @@ class Runtime:
 
         return asyncio.run(go())
 
+    @routed
     async def spawn(self, prompt: str, agent: str = "general-purpose", *, background: bool = True,
                     label: str | None = None, limits: Limits | None = None, model: Model | str | None = None,
                     parent: str | None = None, cleanup: str = "keep", isolation: str | None = None,
@@ -306,10 +294,12 @@ class Runtime:
             self.tracing.adopt_caller(node.id)  # under the caller's current OpenTelemetry span, if any
         return node
 
+    @routed
     async def send_input(self, agent_id: str, message: str) -> None:
         """Deliver ``message`` to a running agent at its next tool boundary."""
         self.manager.send_input(agent_id, message)
 
+    @routed
     async def wait(self, agent_ids: Sequence[str] | None = None, timeout: float | None = None) -> dict[str, RunResult]:
         """Wait for agents (all unfinished ones when ``agent_ids`` is None); unfinished ones are absent."""
         if agent_ids is None:
@@ -324,10 +314,12 @@ class Runtime:
         results.update(await wait_stored(self.store, [rec.run_id for rec in stored], deadline, record_result))
         return results
 
+    @routed
     async def close(self, agent_id: str) -> RunResult:
         """Close an agent and its descendants; returns its (partial) result."""
         return await self.manager.close(agent_id)
 
+    @routed
     async def resume(self, agent_id: str, message: str, *, limits: Limits | None = None) -> AgentHandle:
         """Reopen a finished agent with its whole conversation (queued announcements first).
 
@@ -344,6 +336,7 @@ class Runtime:
         self.store.flush()
         return self.store.get_run(agent_id)
 
+    @routed
     def status(self, agent_id: str) -> Status:
         s = self.manager.status(agent_id)
         if s is Status.NOT_FOUND:
@@ -352,6 +345,7 @@ class Runtime:
                 return Status(rec.status)
         return s
 
+    @routed
     def result(self, agent_id: str) -> RunResult | None:
         """The full result of a finished agent (``None`` while it runs or when unknown; from the store once evicted)."""
         node = self.manager.find(agent_id)
@@ -365,6 +359,7 @@ class Runtime:
         self.store.flush()
         return self.store.list_runs(include_archived=include_archived)
 
+    @routed
     def agents(self) -> list[AgentSummary]:
         """Every agent this runtime started, with its status."""
         return [AgentSummary(n.id, n.nickname, n.info.agent_type, n.status, n.depth, n.parent_id, n.label)

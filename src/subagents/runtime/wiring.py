@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..authority.approvals import ApprovalBroker, Approver
 from ..authority.guard import Authority
@@ -20,19 +20,22 @@ from ..authority.rules import Rule, parse_rule
 from ..config import Settings
 from ..definitions.model import AgentDefinition
 from ..exceptions import ConfigError, UserError
-from ..models.base import AgentInfo
+from ..models.base import AgentInfo, Model
+from ..models.clients import ClientPool
 from ..models.pricing import PriceTable
+from ..models.resolve import resolve_model
 from ..store.base import Store
+from ..tools.base import Tool
 from .events import Event, EventBus
 from .factory import ManagerSettings
 from .limits import Limits
 from .prompts import DEFAULT_BASE_PROMPT
-from .result import RunResult
 
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["attach_mcp", "build_authority", "build_tracing", "manager_settings", "run_remote"]
+__all__ = ["attach_mcp", "build_authority", "build_tracing", "builtin_tools_for", "manager_settings",
+           "resolve_with"]
 
 
 def manager_settings(s: Settings, system_prompt: str | None, limits: Limits | None, prices: PriceTable
@@ -47,16 +50,19 @@ def manager_settings(s: Settings, system_prompt: str | None, limits: Limits | No
         prices=prices, when_full=s.when_full, announce_steer=s.announce_steer)
 
 
-async def run_remote(rt: Any, prompt: str, agent: str, limits: Any, model: Any) -> RunResult:
-    """``rt.run`` on the Temporal engine of ``rt.engine_url`` (its client is connected on first use)."""
-    from ..engines.temporal.client import TemporalEngine  # lazy: temporalio is the `temporal` extra
+def builtin_tools_for(workdir: Path, model: Model) -> list[Tool]:
+    """The built-in tools of a runtime over ``workdir`` (``web_search`` too when ``model`` can search)."""
+    from ..tools.builtin import builtin_tools  # loaded with the first Runtime, not on `import subagents`
+    from ..tools.web_search import supports_web_search, web_search_tool
 
-    if model is not None and not isinstance(model, str):
-        raise UserError("with a Temporal engine, name the model by a string (the workers resolve it)")
-    if rt._remote is None:
-        rt._remote = await TemporalEngine.connect(rt.engine_url)
-    result: RunResult = await rt._remote.run(prompt, agent, limits=limits, model=model)
-    return result
+    return [*builtin_tools(workdir), *([web_search_tool(cast(Any, model))] if supports_web_search(model) else [])]
+
+
+def resolve_with(providers: Mapping[str, Mapping[str, Any]], clients: ClientPool, spec: Model | str) -> Model:
+    """``spec`` as a model: a string through ``[providers.<name>]`` and the runtime's shared clients."""
+    if isinstance(spec, str):
+        return resolve_model(spec, providers.get(spec.partition(":")[0].lower(), {}), clients=clients)
+    return resolve_model(spec)
 
 
 def attach_mcp(mgr: AgentManager, workdir: Path, policy: Any, s: Settings, definitions: Iterable[AgentDefinition]

@@ -10,6 +10,7 @@ workers by task queue.  Results, status and transcripts are in the run store as 
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import asdict
 from typing import Any
@@ -48,8 +49,8 @@ class TemporalEngine:
         return cls(await connect(target), target, options)
 
     async def start(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
-                    model: str | None = None, label: str = "") -> str:
-        """Start a root agent; returns its run id (the workflow id) at once."""
+                    model: str | None = None, label: str = "", background: bool = False) -> str:
+        """Start a root agent; returns its run id (the workflow id) at once (``background``: recorded so)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise SpawnError("the prompt is empty; give the agent a task to do")
         if model is not None and not isinstance(model, str):
@@ -57,6 +58,8 @@ class TemporalEngine:
                             f"not passed as an object; got {type(model).__name__}")
         run_id = str(uuid.uuid4())
         start = AgentStart(run_id, agent, prompt, label, model, asdict(limits) if limits else {}, self.options)
+        if background and "background" in AgentStart.__dataclass_fields__:  # workers that record it
+            start.background = True  # type: ignore[attr-defined,unused-ignore]
         await self.client.start_workflow(WORKFLOW_NAME, AgentJob(start=start), id=run_id,
                                          task_queue=self.target.task_queue)
         return run_id
@@ -66,6 +69,8 @@ class TemporalEngine:
         handle: WorkflowHandle[Any, AgentOutcome] = self.client.get_workflow_handle(run_id, result_type=AgentOutcome)
         try:
             out = await handle.result()
+        except RPCError as e:
+            raise SpawnError(f"no agent run {run_id!r} on the Temporal engine ({e.message})") from None
         except WorkflowFailureError as e:
             cause: BaseException = e
             while getattr(cause, "cause", None) is not None:  # the activity's own error, under the wrappers
@@ -84,9 +89,24 @@ class TemporalEngine:
         await self.client.get_workflow_handle(run_id).signal("send_input", message)
 
     async def close(self, run_id: str) -> RunResult:
-        """Close a run and its descendants (cancellation); returns its partial result."""
-        await self.client.get_workflow_handle(run_id).cancel()
+        """Close a run and its descendants (cancellation); returns its partial result (its result when it
+        had already ended)."""
+        with contextlib.suppress(RPCError):  # it has ended already (or never existed: result() says so)
+            await self.client.get_workflow_handle(run_id).cancel()
         return await self.result(run_id)
+
+    async def resume(self, run_id: str, message: str, *, limits: Limits | None = None) -> None:
+        """Reopen the finished run ``run_id`` with its conversation and ``message`` (a new workflow execution
+        with the same id); its result comes from :meth:`result`."""
+        from . import shapes
+
+        resume_start = getattr(shapes, "ResumeStart", None)
+        if resume_start is None or "resume" not in AgentJob.__dataclass_fields__:
+            raise UserError("resuming a finished run is not supported on the Temporal engine yet; "
+                            "start a new run with the context it needs")
+        job = AgentJob(resume=resume_start(run_id, message, asdict(limits) if limits else {},  # type: ignore[call-arg,unused-ignore]
+                                           self.options))
+        await self.client.start_workflow(WORKFLOW_NAME, job, id=run_id, task_queue=self.target.task_queue)
 
     async def status(self, run_id: str) -> str:
         """``running`` / ``completed`` / ``errored`` / ``shutdown``, or ``not_found``."""

@@ -1,0 +1,114 @@
+"""The events of runs on a remote engine, read back from the run store the workers write.
+
+The workers record every run, status change and message in the store (docs/scale-out.md).  A
+:class:`StoreWatch` reads the trees a remote :class:`~subagents.runtime.runtime.Runtime` started and
+publishes on its bus the events the local engine publishes for the same steps: ``subagent_spawned``,
+``run_start``, ``turn_start``, ``assistant_text`` (whole turns, never deltas), ``tool_start``,
+``tool_end``, ``run_end``, ``subagent_status_changed`` and ``subagent_completed``.
+
+Not published (the store does not hold them): ``model_end`` (usage per call), streamed text deltas,
+``tool_end``'s ``duration_s``, approvals, ``subagent_queued`` and team events.  A step shows up one
+poll (:attr:`StoreWatch.interval`) after a worker recorded it; a model call's tool calls are recorded
+with the model's reply, so ``tool_start`` comes with ``turn_start``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import Message
+from ..store.base import RunRecord, Store
+from .events import Event, EventBus
+
+__all__ = ["StoreWatch"]
+
+
+@dataclass(slots=True)
+class _Seen:
+    status: str = ""
+    messages: int = 0
+    turns: int = 0
+    tools: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+
+
+def _stats(rec: RunRecord) -> dict[str, Any]:
+    dur = (rec.ended_at - rec.started_at) if rec.ended_at is not None and rec.started_at is not None else 0.0
+    return {"status": rec.status, "outcome": rec.outcome, "turns": rec.turns, "tool_calls": rec.tool_calls,
+            "duration_s": max(dur, 0.0), "usage": dict(rec.usage), "cost_usd": rec.cost_usd,
+            "truncated": rec.truncated, "limit": rec.limit}
+
+
+class StoreWatch:
+    """Publishes the events of the watched trees from the store (see the module docstring)."""
+
+    interval = 0.1
+    """Seconds between two reads of the store while someone listens."""
+
+    def __init__(self, store: Store, bus: EventBus) -> None:
+        self.store, self.bus = store, bus
+        self.roots: set[str] = set()
+        self.seen: dict[str, _Seen] = {}
+
+    def watch(self, root_id: str) -> None:
+        """Publish the events of the tree under ``root_id`` from now on (until it has ended)."""
+        self.roots.add(root_id)
+
+    async def run(self) -> None:
+        """Poll until cancelled (the runtime's service)."""
+        while True:
+            if self.bus.active and self.roots:
+                self.poll()
+            await asyncio.sleep(self.interval)
+
+    def poll(self) -> None:
+        """Publish what the store holds that was not published yet (only while someone listens)."""
+        if not self.bus.active:
+            return
+        for root in sorted(self.roots):
+            recs = sorted(self.store.list_runs(root_id=root, include_archived=True),
+                          key=lambda r: (r.depth, r.created_at))
+            for rec in recs:
+                self._one(rec)
+            if recs and all(r.is_final for r in recs) and any(r.run_id == root for r in recs):
+                self.roots.discard(root)
+                for r in recs:
+                    self.seen.pop(r.run_id, None)
+
+    def _emit(self, rec: RunRecord, kind: str, **data: Any) -> None:
+        self.bus.publish(Event(kind, rec.run_id, rec.parent_id, rec.depth, data, nickname=rec.nickname))
+
+    def _one(self, rec: RunRecord) -> None:
+        s = self.seen.get(rec.run_id)
+        if s is None:
+            s = self.seen[rec.run_id] = _Seen()
+            self._emit(rec, "subagent_spawned", agent_type=rec.agent_type, label=rec.label,
+                       background=rec.background, model=rec.model, call_id=None)
+        if rec.status == "running" and s.status != "running":  # started, or resumed
+            self._emit(rec, "subagent_status_changed", status="running")
+            self._emit(rec, "run_start", agent_type=rec.agent_type, prompt=rec.task)
+        if rec.status == "running" or (rec.is_final and s.status != rec.status):
+            msgs = self.store.transcript(rec.run_id)
+            for m in msgs[s.messages:]:
+                self._message(rec, s, m)
+            s.messages = max(s.messages, len(msgs))
+        if rec.is_final and s.status != rec.status:
+            self._emit(rec, "run_end", status=rec.status, outcome=rec.outcome, turns=rec.turns, usage=dict(rec.usage))
+            self._emit(rec, "subagent_status_changed", status=rec.status)
+            self._emit(rec, "subagent_completed", **_stats(rec))
+        s.status = rec.status
+
+    def _message(self, rec: RunRecord, s: _Seen, m: Message) -> None:
+        if m.role == "assistant":
+            s.turns += 1
+            self._emit(rec, "turn_start", turn=s.turns)
+            if m.text:
+                self._emit(rec, "assistant_text", text=m.text, delta=False)
+            for u in m.tool_uses:
+                s.tools[u.id] = u.name
+                self._emit(rec, "tool_start", tool=u.name, call_id=u.id, arguments=u.arguments)
+        else:
+            for r in m.tool_results:
+                self._emit(rec, "tool_end", tool=s.tools.pop(r.tool_use_id, ""), call_id=r.tool_use_id,
+                           is_error=r.is_error, output=r.content[:2000])

@@ -1,0 +1,102 @@
+"""``subagents run --engine temporal://...``: the demo's tree runs on a ``subagents worker`` process (the demo's
+scripted model named by import path), the answer is printed as a local run prints it, and ``subagents runs``
+shows the tree from the store the worker wrote.  All three are separate processes, as in production."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from subagents.cli.main import main
+from subagents.demo import DEMO_PROMPT, REPORT_PATH
+from subagents.engines.temporal import TemporalTarget
+
+pytestmark = [pytest.mark.temporal]
+
+
+def _project(root: Path) -> Path:
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("def main():\n    pass  # TODO: more\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "guide.md").write_text("# Guide\n")
+    (root / "README.md").write_text("# Project\nA small project.\n")
+    return root
+
+
+@pytest.fixture
+def worker_url(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path) -> Iterator[str]:
+    """A ``subagents worker`` process running the demo's model over ``workdir`` (its default store)."""
+    _project(workdir)
+    target = TemporalTarget(temporal_env.client.service_client.config.target_host, "default", f"cli-{uuid.uuid4()}")
+    log = (tmp_path / "worker.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "subagents.cli.worker_cmd", "--engine", target.url, "--workdir", str(workdir),
+         "--model", "subagents.demo:demo_model", "--permission-mode", "autoEdit"],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield target.url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+async def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "subagents.cli.main", *args, cwd=cwd, env={**os.environ, **(env or {})},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode is not None
+    return subprocess.CompletedProcess(args, proc.returncode, out.decode(), err.decode())
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str, workdir: Path) -> None:
+    done = await _cli("run", "--engine", worker_url, "--max-turns", "20", DEMO_PROMPT, cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Survey done (scripted model — no LLM; ")
+    assert "3 files (2 .md, 1 .py); 1 TODO/FIXME line in 1 file" in done.stdout
+    assert (workdir / REPORT_PATH).is_file()  # the worker wrote it, with the real tools, in its workdir
+    assert "(whole tree: 3 agents)" in done.stderr  # the stats line, from the store
+
+    listed = await _cli("runs", "list", "--all", "--json", cwd=workdir)
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
+    (root,) = [r for r in runs if r["depth"] == 0]
+    kids = [r for r in runs if r["parent_id"] == root["run_id"]]
+    assert sorted(k["label"] for k in kids) == ["survey docs", "survey src"]
+    assert {r["status"] for r in runs} == {"completed"}
+    assert all(k["agent_type"] == "explore" and k["owner"].startswith("temporal:") for k in kids)
+
+    tree = await _cli("runs", "tree", root["run_id"], cwd=workdir)
+    assert tree.returncode == 0, tree.stderr
+    assert root["nickname"] in tree.stdout
+    for k in kids:
+        assert k["nickname"] in tree.stdout
+    assert done.stdout.strip() == root["result_text"].strip()  # the answer printed is the recorded one
+
+
+def test_options_of_a_local_run_are_refused_with_an_engine(workdir: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUBAGENTS_ENGINE", "temporal://localhost:7233?task_queue=q")  # picked up like --engine
+    assert main(["run", "--cwd", str(workdir), "--permission-mode", "yolo", "--allow", "bash(ls)", "hi"]) == 2
+    err = capsys.readouterr().err
+    assert "--permission-mode, --allow apply where the agents run" in err
+    assert "subagents worker" in err
+    monkeypatch.delenv("SUBAGENTS_ENGINE")
+    assert main(["run", "--cwd", str(workdir), "--engine", "http://nope", "hi"]) == 2
+    assert "is not a Temporal address" in capsys.readouterr().err

@@ -1,0 +1,202 @@
+"""The lifecycle contract, run through the public Runtime API on both engines: the local asyncio engine
+(``engine=None``) and the Temporal engine (``engine="temporal://..."``, a worker in this process).
+
+The same assertions hold on both: a run with a foreground child, a background spawn then ``wait``,
+``send_input`` reaching a running agent, ``close`` ending the descendants too, ``status`` / ``result`` /
+``agents``, the events, and the errors for what cannot be done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+from subagents import Limits, Runtime
+from subagents.engines.temporal import TemporalTarget
+from subagents.engines.temporal.worker import build_worker
+from subagents.exceptions import SpawnError, UserError
+from subagents.messages import TextBlock
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+from subagents.runtime.events import Event
+from subagents.runtime.status import Status
+
+from .scripts import nap
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+LIMITS = Limits(max_turns=200)
+
+
+def _script(req: ModelRequest) -> ModelResponse:
+    """``delegate``: a foreground child; ``fan``: two background children then wait; ``hold``: a background
+    child that naps forever, the root naps too; ``listen``: naps until a message comes.  Children answer
+    ``done <prompt>`` (``forever``: they nap).  A root told more after its answer (resumed) says ``resumed: ...``."""
+    turns = sum(1 for m in req.messages if m.role == "assistant")
+    task = req.messages[0].text
+    last = req.messages[-1]
+    if req.agent.depth > 0:
+        if task == "forever":
+            return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": 0.05})])
+        return ModelResponse(text=f"done {task}")
+    if turns and last.role == "user" and not last.tool_results and req.messages[-2].role == "assistant" \
+            and not req.messages[-2].tool_uses:
+        return ModelResponse(text="resumed: " + last.text)
+    if task == "delegate":
+        if turns == 0:
+            return ModelResponse(tool_calls=[ToolCall("spawn_agent", {
+                "agent_type": "general-purpose", "prompt": "kid", "description": "a kid"})])
+        return ModelResponse(text="root got: " + last.tool_results[0].content.splitlines()[-1])
+    if task == "fan":
+        if turns == 0:
+            return ModelResponse(tool_calls=[ToolCall("spawn_agent", {
+                "agent_type": "general-purpose", "prompt": p, "background": True}) for p in ("a", "b")])
+        if turns == 1:
+            return ModelResponse(tool_calls=[ToolCall("wait", {})])
+        return ModelResponse(text=last.tool_results[0].content)
+    if task == "hold":
+        if turns == 0:
+            return ModelResponse(tool_calls=[ToolCall("spawn_agent", {
+                "agent_type": "general-purpose", "prompt": "forever", "background": True})])
+        return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": 0.05})])
+    heard = [b.text for m in req.messages[1:] if m.role == "user" for b in m.content if isinstance(b, TextBlock)]
+    return ModelResponse(text="heard " + heard[0]) if heard else ModelResponse(
+        tool_calls=[ToolCall("nap", {"seconds": 0.05})])
+
+
+model = FunctionModel(_script, name="contract")
+
+
+@pytest_asyncio.fixture(loop_scope="session", params=["local", "temporal"])
+async def rt(request: pytest.FixtureRequest, temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path
+             ) -> AsyncIterator[Runtime]:
+    store_url = f"sqlite:///{tmp_path / 'state.db'}"
+    if request.param == "local":
+        async with Runtime(model=model, workdir=workdir, store=store_url, tools=[nap],
+                           permission_mode="yolo") as local:
+            yield local
+        return
+    env = temporal_env
+    worker_rt = Runtime(model=model, workdir=workdir, store=store_url, tools=[nap], permission_mode="yolo")
+    queue = f"contract-{uuid.uuid4()}"
+    url = TemporalTarget(env.client.service_client.config.target_host, "default", queue).url
+    try:
+        remote = Runtime(workdir=workdir, store=store_url, engine=url)  # no model here: it is on the workers
+        async with build_worker(env.client, worker_rt, queue), remote:
+            yield remote
+    finally:
+        await worker_rt.aclose()
+
+
+async def _until(check: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def test_run_with_a_foreground_child(rt: Runtime) -> None:
+    result = await rt.run("delegate", limits=LIMITS)
+    assert (result.status, result.outcome, result.text) == ("completed", "ok", "root got: done kid")
+    assert rt.status(result.id) is Status.COMPLETED
+    stored = rt.result(result.id)
+    assert stored is not None
+    assert stored.text == "root got: done kid"
+    (child,) = [a for a in rt.agents() if a.parent_id == result.id]
+    assert (child.depth, child.status) == (1, Status.COMPLETED)
+    assert {r.run_id for r in rt.runs()} >= {result.id, child.id}
+
+
+async def test_spawn_in_the_background_then_wait(rt: Runtime) -> None:
+    handle = await rt.spawn("fan", limits=LIMITS)
+    assert handle.nickname
+    assert handle.agent_type == "general-purpose"
+    assert rt.status(handle.id) in (Status.PENDING_INIT, Status.RUNNING, Status.COMPLETED)
+    results = await rt.wait([handle.id], timeout=30)
+    text = results[handle.id].text
+    assert text.startswith("[wait: 2 finished, 0 still running; timed_out=false]")
+    assert "done a" in text
+    assert "done b" in text
+    assert rt.status(handle.id) is Status.COMPLETED
+    kids = [a for a in rt.agents() if a.parent_id == handle.id]
+    assert sorted(a.status for a in kids) == [Status.COMPLETED, Status.COMPLETED]
+
+
+async def test_send_input_reaches_a_running_agent(rt: Runtime) -> None:
+    handle = await rt.spawn("listen", limits=LIMITS)
+    assert rt.result(handle.id) is None  # still running
+    await rt.send_input(handle.nickname, "the password is swordfish")
+    result = (await rt.wait([handle.id], timeout=30))[handle.id]
+    assert result.text.startswith("heard ")
+    assert "the password is swordfish" in result.text
+    with pytest.raises(SpawnError, match="has already finished"):
+        await rt.send_input(handle.id, "too late")
+
+
+async def test_close_ends_the_agent_and_its_descendants(rt: Runtime) -> None:
+    handle = await rt.spawn("hold", limits=LIMITS)
+    def child_working() -> bool:  # the child has called its model: it runs (its workflow too)
+        return any(a.parent_id == handle.id and len(rt.store.transcript(a.id)) > 1 for a in rt.agents())
+
+    await _until(child_working, "the background child")
+    result = await rt.close(handle.id)
+    assert (result.status, result.outcome) == ("shutdown", "cancelled")
+    (child,) = [a for a in rt.agents() if a.parent_id == handle.id]
+    await _until(lambda: rt.status(child.id) is Status.SHUTDOWN, "the child closed too")
+    assert rt.status(handle.id) is Status.SHUTDOWN
+    again = await rt.close(handle.id)  # closing a finished agent hands its result back
+    assert again.status == "shutdown"
+
+
+async def test_unknown_agents_and_unfinished_waits(rt: Runtime) -> None:
+    assert rt.status("no-such-agent") is Status.NOT_FOUND
+    assert rt.result("no-such-agent") is None
+    with pytest.raises(SpawnError, match="no agent with id or nickname 'nobody'"):
+        await rt.send_input("nobody", "hello")
+    handle = await rt.spawn("listen", limits=LIMITS)
+    assert await rt.wait([handle.id], timeout=0.3) == {}  # unfinished ones are absent
+    await rt.close(handle.id)
+
+
+async def test_events_tell_the_tree(rt: Runtime) -> None:
+    seen: list[Event] = []
+
+    async def collect() -> None:
+        async for ev in rt.events():
+            seen.append(ev)
+
+    reader = asyncio.ensure_future(collect())
+    await asyncio.sleep(0)
+    result = await rt.run("delegate", limits=LIMITS)
+    await rt.events_delivered()
+    await _until(lambda: any(e.kind == "subagent_completed" and e.agent_id == result.id for e in seen),
+                 "the root's completion event")
+    reader.cancel()
+    root = [e.kind for e in seen if e.agent_id == result.id]
+    kid = [e.kind for e in seen if e.parent_id == result.id]
+    for kinds in (root, kid):
+        for k in ("subagent_spawned", "run_start", "turn_start", "run_end", "subagent_completed"):
+            assert k in kinds
+    assert root.index("run_start") < root.index("tool_start") < root.index("tool_end") < root.index("run_end")
+    spawned = next(e for e in seen if e.kind == "subagent_spawned" and e.parent_id == result.id)
+    assert spawned.depth == 1
+    assert spawned.nickname
+
+
+async def test_what_the_temporal_engine_cannot_do_yet_is_a_clear_error(rt: Runtime) -> None:
+    if rt.remote is None:
+        assert rt.engine_url is None
+        return  # the local engine does all of it (its own tests)
+    with pytest.raises(UserError, match="not supported on the Temporal engine yet"):
+        await rt.spawn("listen", isolation="worktree")
+    with pytest.raises(UserError, match="structured result"):
+        await rt.run("delegate", output_schema={"type": "object"})
+    with pytest.raises(UserError, match="name the model by a string"):
+        await rt.run("delegate", model=model)
