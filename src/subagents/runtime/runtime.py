@@ -118,7 +118,8 @@ class Runtime:
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
-        builtins = builtin_tools_for(self.workdir, self.model) if builtin_tools else []
+        builtins = builtin_tools_for(self.workdir, self.model, allow_private_hosts=s.web_allow_private_hosts
+                                     ) if builtin_tools else []
         universe = [*builtins, *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
         for t in universe:  # a bad schema is refused here, naming the tool (compiled once per schema)
             check_schema(t.parameters, tool=t.name)

@@ -9,7 +9,7 @@ the runtime's bus and store.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -50,12 +50,14 @@ def manager_settings(s: Settings, system_prompt: str | None, limits: Limits | No
         prices=prices, when_full=s.when_full, announce_steer=s.announce_steer)
 
 
-def builtin_tools_for(workdir: Path, model: Model) -> list[Tool]:
-    """The built-in tools of a runtime over ``workdir`` (``web_search`` too when ``model`` can search)."""
+def builtin_tools_for(workdir: Path, model: Model, *, allow_private_hosts: Collection[str] = ()) -> list[Tool]:
+    """The built-in tools of a runtime over ``workdir`` (``web_search`` too when ``model`` can search;
+    ``allow_private_hosts``: the private hosts ``web_fetch`` may reach, ``[web] allow_private_hosts``)."""
     from ..tools.builtin import builtin_tools  # loaded with the first Runtime, not on `import subagents`
     from ..tools.web_search import supports_web_search, web_search_tool
 
-    return [*builtin_tools(workdir), *([web_search_tool(cast(Any, model))] if supports_web_search(model) else [])]
+    search = [web_search_tool(cast(Any, model))] if supports_web_search(model) else []
+    return [*builtin_tools(workdir, allow_private_hosts=allow_private_hosts), *search]
 
 
 def resolve_with(providers: Mapping[str, Mapping[str, Any]], clients: ClientPool, spec: Model | str) -> Model:

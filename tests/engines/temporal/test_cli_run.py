@@ -90,6 +90,26 @@ async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str
     assert done.stdout.strip() == root["result_text"].strip()  # the answer printed is the recorded one
 
 
+@pytest.mark.asyncio(loop_scope="session")
+async def test_run_with_an_engine_streams_the_tree_s_events_as_json(worker_url: str, workdir: Path) -> None:
+    done = await _cli("run", "--json", "--engine", worker_url, DEMO_PROMPT, cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    result = lines[-1]
+    assert (result["kind"], result["status"]) == ("result", "completed")
+    events = lines[:-1]
+    spawned = [e for e in events if e["kind"] == "subagent_spawned" and e["parent_id"] == result["id"]]
+    assert sorted(e["label"] for e in spawned) == ["survey docs", "survey src"]
+    for e in spawned:
+        kinds = [x["kind"] for x in events if x["agent_id"] == e["agent_id"]]
+        assert kinds[:2] == ["subagent_spawned", "subagent_status_changed"]
+        assert kinds[-3:] == ["run_end", "subagent_status_changed", "subagent_completed"]
+        assert "tool_start" in kinds
+    root = [x["kind"] for x in events if x["agent_id"] == result["id"]]
+    assert root[-1] == "subagent_completed"
+    assert root.count("tool_start") == root.count("tool_end") == result["tool_calls"]
+
+
 def test_options_of_a_local_run_are_refused_with_an_engine(workdir: Path, capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUBAGENTS_ENGINE", "temporal://localhost:7233?task_queue=q")  # picked up like --engine
