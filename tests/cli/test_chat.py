@@ -90,13 +90,13 @@ def test_a_background_child_is_announced_while_the_person_is_idle(chat: Chat, is
     child.expect_exact("started in the background")
     child.expect_exact(PROMPT)  # the turn is over: the person is at the prompt and types nothing
     (isolated / "release-alpha").touch()
-    child.expect_exact("a background agent finished; the conversation answers:")
+    child.expect(r"· general-purpose-\w+ finished: the conversation is told")
     child.expect_exact("HEARD: FOUND alpha")  # the root was given the announcement as a turn, and answered
     ask(child, "spawn quiet")
     child.expect_exact("started in the background")
     child.expect_exact(PROMPT)
     (isolated / "release-quiet").touch()
-    child.expect_exact("a background agent finished; the conversation answers:")
+    child.expect(r"· general-purpose-\w+ finished: the conversation is told")
     child.sendline("/agents")
     child.expect_exact("— quiet")
     assert "NO_REPLY" not in said(child)  # the answer NO_REPLY printed nothing
@@ -248,3 +248,28 @@ def test_ctrl_c_at_an_approval_question_stops_the_turn_and_the_next_line_reaches
     child.expect_exact("ECHO #2: hello after")  # the unanswered question kept no reader of this line
     assert not (isolated / "never.txt").exists()
     leave(child)
+
+
+def test_leaving_stops_the_background_agents_as_interrupted(chat: Chat) -> None:
+    child = chat()
+    ask(child, "spawn epsilon")
+    child.expect(r"\+ (\S+) \[general-purpose\] started in the background")
+    nickname = str(child.match.group(1))
+    ask(child, "/exit")
+    child.expect_exact("stopping 1 agent still working (recorded as interrupted)")
+    rid = leave_after_exit(child)
+    again = chat("--resume", rid)
+    ask(again, "/agents")
+    again.expect(rf"{nickname} \[general-purpose\] errored \(\w+\) — epsilon")
+    again.expect_exact(PROMPT)
+    again.sendline("/exit")
+    again.expect(pexpect.EOF)
+
+
+def leave_after_exit(child: pexpect.spawn) -> str:
+    child.expect(r"subagents chat --resume ([0-9a-f-]{36})")
+    rid = str(child.match.group(1))
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    return rid

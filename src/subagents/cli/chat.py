@@ -134,6 +134,7 @@ async def _chat(model: Any, settings: Settings, cwd: Path, *, agent: str, limits
         rt.bus.on(lambda ev: turn_lines(ev) if chat.turning else None)
         screen.say(_greeting(rt, root_id))
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: _unhandled(screen, context))
         loop.add_signal_handler(signal.SIGINT, chat.interrupt)
         main = asyncio.current_task()
         for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -157,6 +158,15 @@ def _stop(rt: Runtime, main: asyncio.Task[Any] | None, sig: int, received: list[
         received.append(sig)
         rt.interrupting(signal.Signals(sig).name)
         main.cancel()
+
+
+def _unhandled(screen: Any, context: dict[str, Any]) -> None:
+    """An error no one awaited (a bug): one line on the screen, the chat goes on (prompt_toolkit's own handler
+    would stop the prompt at "Press ENTER to continue")."""
+    exc = context.get("exception")
+    what = f"{type(exc).__name__}: {exc}" if exc is not None else ""
+    screen.say(f"subagents: internal error ({context.get('message', 'unhandled')}{': ' + what if what else ''}); "
+               "the chat goes on — please report it")
 
 
 def _conversation(rt: Runtime, ref: str | None) -> str | None:
@@ -194,7 +204,7 @@ async def _prompt_loop(chat: ChatSession, session: Any, screen: Any) -> None:
         screen.prompting = True
         try:
             line: str = await session.prompt_async(PROMPT, bottom_toolbar=screen.toolbar, refresh_interval=0.5,
-                                                   handle_sigint=False)
+                                                   handle_sigint=False, set_exception_handler=False)
         except KeyboardInterrupt:
             continue  # Ctrl-C at the prompt: the line is dropped
         except EOFError:

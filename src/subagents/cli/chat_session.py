@@ -45,8 +45,8 @@ Ctrl-C stops the current turn (and the agents still working under it); at the pr
 class ChatSession:
     """The state of one conversation and what the person's input does (see the module docstring)."""
 
-    __slots__ = ("_closing", "agent", "interruptible", "limits", "root_id", "rt", "screen", "turn_lock", "turning",
-                 "wake")
+    __slots__ = ("_closing", "agent", "announced", "interruptible", "limits", "root_id", "rt", "screen", "turn_lock",
+                 "turning", "wake")
 
     def __init__(self, rt: Runtime, screen: Screen, *, agent: str, limits: Limits | None,
                  root_id: str | None = None) -> None:
@@ -59,6 +59,7 @@ class ChatSession:
         self.turn_lock = asyncio.Lock()
         self.turning = False  # a turn of the root runs now (Ctrl-C closes it)
         self.wake = asyncio.Event()  # set when an announcement may wait for an idle root
+        self.announced: list[str] = []  # the children whose announcements wait (named in the follow-up turn)
         self.interruptible: asyncio.Task[Any] | None = None  # a /wait that Ctrl-C stops
         self._closing: set[asyncio.Task[Any]] = set()
 
@@ -66,6 +67,9 @@ class ChatSession:
     def on_event(self, ev: Event) -> None:
         """An announcement for the root queued as a follow-up wakes the announcer."""
         if ev.kind == "announcement" and ev.agent_id == self.root_id and ev.data.get("mode") == "followup":
+            child = str(ev.data.get("child_id", ""))
+            row = self.screen.progress.rows.get(child)
+            self.announced.append(row.nickname if row is not None and row.nickname else short_id(child))
             self.wake.set()
 
     def followups_pending(self) -> bool:
@@ -81,8 +85,12 @@ class ChatSession:
             await self.wake.wait()
             self.wake.clear()
             while self.followups_pending():
-                if await self.turn(None) is None:
-                    break  # the turn could not start (said on the screen): no retry in a loop
+                try:
+                    if await self.turn(None) is None:
+                        break  # the turn could not start (said on the screen): no retry in a loop
+                except SubagentsError as e:  # e.g. the store failed: said, and the chat goes on
+                    self.screen.say(f"error: the follow-up turn failed: {e}")
+                    break
 
     # -- turns ----------------------------------------------------------------------------------
     async def turn(self, text: str | None) -> RunResult | None:
@@ -105,7 +113,9 @@ class ChatSession:
                     self.screen.say(f"conversation {h.id} ({h.nickname})")
                 else:
                     if text is None:
-                        self.screen.say("· a background agent finished; the conversation answers:")
+                        who = ", ".join(dict.fromkeys(self.announced)) or "a background agent"
+                        self.screen.say(f"· {who} finished: the conversation is told")
+                    self.announced.clear()  # this turn takes every queued announcement with it
                     await rt.resume(self.root_id, text or "", limits=self.limits)
             except SubagentsError as e:
                 self.screen.say(f"error: {e}")
