@@ -1,11 +1,12 @@
-"""A finished child lets its loop go: what the manager keeps of it, and how the loop comes back.
+"""An agent's loop exists only while it can run: built as it starts, let go once a child has finished.
 
 A fan-out of 10,000 background children keeps every child's node, result and record (``status``,
 ``result``, ``list_agents`` and ``resume`` read them).  Its :class:`~.loop.AgentCore` — conversation,
-tool context, guard, budget, inbox and two sinks, ~20 objects the garbage collector walks on every
-full collection — is needed again only if the child is resumed.  :func:`release_if_idle` drops it once
-the result is recorded and delivered; :class:`CoreReviver` rebuilds it on the next read of
-``node.core``, from the node, the manager's parts and the stored transcript.
+guard, budget, inbox and two sinks, ~15 objects the garbage collector walks on every full collection —
+is needed only while the agent runs.  :func:`unborn` gives a new node a :class:`~.node.Recipe` instead of
+a core; :class:`CoreReviver` builds the core on the first read of ``node.core`` (as the agent starts;
+a queued agent holds no core while it waits).  :func:`release_if_idle` drops a finished child's core
+once its result is recorded and delivered; a resume builds it again from the stored transcript.
 
 A core is released only when nothing in it would be lost: no structured output expected, no message
 waiting in its inbox, no tool state or todo list of its own, no worktree, no teams in the runtime (a
@@ -14,19 +15,23 @@ team member's context and guard carry its role), and it is a child (a root's loo
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any, Protocol
 
 from ..authority.guard import Authority
+from ..messages import Message
+from ..models.base import Model
 from ..store.base import Store
+from ..tools.base import ToolContext, ToolRegistry
 from .events import EventBus
 from .limits import Budget
 from .loop import AgentCore
-from .node import AgentNode
+from .node import AgentNode, Recipe
 from .recorder import Recorder
 from .shared import ManagerParts, tool_context
 
-__all__ = ["CoreReviver", "release_if_idle"]
+__all__ = ["CoreReviver", "DormantParts", "release_if_idle", "unborn"]
 
 
 class DormantParts(ManagerParts, Protocol):
@@ -39,11 +44,11 @@ class DormantParts(ManagerParts, Protocol):
     recorder: Recorder
     authority: Authority | None
     teams: Any
-    reviver: CoreReviver | None
+    reviver: CoreReviver
 
 
 class CoreReviver:
-    """Rebuilds released cores for one manager (held weakly: nodes never keep their manager alive)."""
+    """Builds the cores of one manager's nodes (held weakly: nodes never keep their manager alive)."""
 
     __slots__ = ("_mgr",)
 
@@ -52,25 +57,42 @@ class CoreReviver:
 
     def __call__(self, node: AgentNode) -> AgentCore:
         mgr = self._mgr()
-        if mgr is None or node.dormant is None:
+        r = node.dormant
+        if mgr is None or r is None:
             raise RuntimeError(f"agent {node.nickname} ({node.id}) belongs to a closed runtime; "
                                "open a new Runtime on the same store to resume it")
-        model, system, prefix, registry, workspace, sandbox = node.dormant
         info = node.info
-        ctx = tool_context(mgr, info, None, node.root_id, workspace=workspace, sandbox=sandbox, mode=node.mode)
-        mgr.store.flush()  # the transcript is read back: everything handed to the store must be in it
-        core = AgentCore(info=info, model=model, system=system, registry=registry, ctx=ctx, limits=node.limits,
-                         bus=mgr.bus, messages=mgr.store.transcript(node.id), prices=mgr.cfg.prices)
-        core.system_prefix = prefix
+        if r.born is not None:  # a new agent: its context was made at spawn, its clock started then
+            ctx = r.ctx
+            assert ctx is not None
+            messages = list(r.history) if r.history else None
+            budget = Budget(node.limits, now=r.born, parent=r.budget_parent)
+        else:  # a finished child's, released: the conversation comes back from the store
+            ctx = tool_context(mgr, info, None, node.root_id, workspace=r.workspace, sandbox=r.sandbox,
+                               mode=node.mode)
+            mgr.store.flush()  # everything handed to the store must be in what is read back
+            messages = mgr.store.transcript(node.id)
+            parent = mgr.nodes.get(node.parent_id) if node.parent_id else None
+            held = parent.core_ if parent is not None else None  # (a released parent is not rebuilt for this)
+            budget = Budget(node.limits, parent=held.budget if held is not None else None)
+        core = AgentCore(info=info, model=r.model, system=r.system, registry=r.registry, ctx=ctx, limits=node.limits,
+                         bus=mgr.bus, messages=messages, prices=mgr.cfg.prices)
+        core.system_prefix = r.prefix
+        core.budget = budget
         if mgr.authority is not None:
             core.guard = mgr.authority.guard(info, node.mode, node.root_id, ctx)
-        parent = mgr.nodes.get(node.parent_id) if node.parent_id else None
-        held = parent.core_ if parent is not None else None  # (a released parent is not revived for this)
-        core.budget = Budget(node.limits, parent=held.budget if held is not None else None)
         node.core_, node.reviver, node.dormant = core, None, None
         core.on_message = mgr.recorder.message_sink(node)
         core.inbox.on_deliver = mgr.recorder.delivered_sink(node)
         return core
+
+
+def unborn(mgr: DormantParts, node: AgentNode, model: Model, system: str, prefix: int, registry: ToolRegistry,
+           ctx: ToolContext, budget_parent: Budget | None, history: list[Message] | None) -> AgentNode:
+    """``node`` (new, without a core) with the recipe of its core, built when ``node.core`` is first read."""
+    node.release(mgr.reviver, Recipe(model, system, prefix, registry, ctx=ctx, budget_parent=budget_parent,
+                                     history=history, born=time.monotonic()))
+    return node
 
 
 def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
@@ -79,8 +101,6 @@ def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
     if (core is None or node.parent_id is None or mgr.teams is not None or node.worktree is not None
             or core.output is not None or core.inbox or core.ctx.state or core.ctx.todos):
         return
-    reviver = mgr.reviver
-    if reviver is None:
-        reviver = mgr.reviver = CoreReviver(mgr)
-    ws = core.ctx.workspace
-    node.release(reviver, (core.model, core.system, core.system_prefix, core.registry, ws, core.ctx.sandbox))
+    ctx = core.ctx
+    node.release(mgr.reviver, Recipe(core.model, core.system, core.system_prefix, core.registry,
+                                     workspace=ctx.workspace, sandbox=ctx.sandbox))

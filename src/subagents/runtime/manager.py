@@ -44,12 +44,12 @@ from ..tools.todo_store import TodoStore
 from . import isolation as worktrees
 from . import waiting
 from .delivery import Announcements
-from .dormant import CoreReviver, release_if_idle
+from .dormant import CoreReviver, release_if_idle, unborn
 from .events import EventBus
 from .factory import AgentFactory, Grant, ManagerSettings, check_priced
 from .ids import new_agent_id
 from .limits import Budget, Limits
-from .loop import AgentCore, Stopped
+from .loop import Stopped
 from .nicknames import NicknamePool
 from .node import AgentNode
 from .prompts import announcement_text
@@ -104,7 +104,7 @@ class AgentManager:
         self.control = control_factory(self) if control_factory is not None else None
         # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
         self.stop_as: tuple[Outcome, str] = (Outcome.CANCELLED, "closed before it finished")
-        self.reviver: CoreReviver | None = None  # rebuilds the loops finished children let go (dormant.py)
+        self.reviver = CoreReviver(self)  # builds agents' loops as they start (dormant.py)
 
     # ------------------------------------------------------------------------------------------
     # lookup (see AgentTree)
@@ -216,19 +216,13 @@ class AgentManager:
                                             workdir=str(worktree.root if worktree else ws.root))
         root_id = parent.root_id if parent else agent_id
         ctx = tool_context(self, info, parent, root_id, workspace=ws, sandbox=sandbox, mode=grant.mode)
-        core = AgentCore(info=info, model=mdl, system=system, registry=grant.registry, ctx=ctx, limits=limits,
-                         bus=self.bus, messages=list(history) if history else None, prices=self.cfg.prices)
-        if self.authority is not None:
-            core.guard = self.authority.guard(info, grant.mode, root_id, ctx)
-        node = AgentNode(info=info, definition=d, core_=core, root_id=root_id, task_text=prompt, limits=limits,
-                         label=label or description or prompt[:60], mode=grant.mode, narrowed=grant.notes,
+        node = AgentNode(info=info, definition=d, core_=None, root_id=root_id, task_text=prompt, limits=limits,
+                         label=label or description or prompt[:60], mode=grant.mode, narrowed=tuple(grant.notes),
                          background=d.background if background is None else background, worktree=worktree,
                          model_name=str(getattr(mdl, "name", "")), cleanup=cleanup)
-        core.system_prefix = len(base) if base and system.startswith(base) else 0
-        core.budget = Budget(limits, parent=parent.core.budget if parent is not None else None)
-        core.on_message = self.recorder.message_sink(node)
-        core.inbox.on_deliver = self.recorder.delivered_sink(node)
-        return node
+        prefix = len(base) if base and system.startswith(base) else 0  # its core is built as it starts:
+        return unborn(self, node, mdl, system, prefix, grant.registry, ctx,  # no core while it waits for a slot
+                      parent.core.budget if parent is not None else None, history)
 
     # ------------------------------------------------------------------------------------------
     # running
@@ -297,7 +291,7 @@ class AgentManager:
         try:
             self.recorder.finished(node, result, ann)
         finally:  # a failing store must not leave waiters hanging; its StoreError still propagates
-            waiters, node.waiters = node.waiters, []
+            waiters, node.waiters = node.waiters or (), None
             for w in waiters:
                 w(node)
         if ann is not None and parent is not None:

@@ -1,9 +1,11 @@
 """``AgentNode``: the manager's handle on one agent (ids, status, task, waiters, queued follow-ups).
 
-A finished child may let its loop go (:meth:`AgentNode.release`): its :class:`~.loop.AgentCore` — the
-conversation, tool context, guard, budget, inbox — is dropped, and rebuilt by the node's ``reviver`` the
-next time ``node.core`` is read (a resume reads the stored transcript).  A fan-out of many background
-children then keeps a few small objects per finished child instead of ~30 the garbage collector walks.
+A node's :class:`~.loop.AgentCore` — conversation, guard, budget, inbox — is built when it is first read
+(``node.core``: as the agent starts), from the node's :class:`Recipe`: a burst of spawns, or a queue of
+agents waiting for a slot, holds a few small objects per agent.  A finished child may let its loop go
+again (:meth:`AgentNode.release`), to be rebuilt the same way if it is resumed (from the stored
+transcript).  The garbage collector walks every live object on each full collection: a fan-out of many
+background children then keeps ~10 objects per child instead of ~30 (see runtime/dormant.py).
 """
 
 from __future__ import annotations
@@ -14,15 +16,35 @@ from typing import Any, Protocol
 
 from ..definitions.model import AgentDefinition
 from ..engines.base import RunHandle
-from ..models.base import AgentInfo
+from ..messages import Message
+from ..models.base import AgentInfo, Model
 from ..sandbox.worktree import Worktree
 from ..store.base import AnnouncementRecord
-from .limits import Limits
+from ..tools.base import ToolContext, ToolRegistry
+from .limits import Budget, Limits
 from .loop import AgentCore
 from .result import RunResult
 from .status import Status
 
-__all__ = ["AgentNode", "Reviver"]
+__all__ = ["AgentNode", "Recipe", "Reviver"]
+
+
+class Recipe:
+    """What building an agent's core takes besides the node: shared objects and strings, nothing big.
+
+    ``born`` (a ``time.monotonic()``) is set for a new agent, whose budget's clock started at its spawn;
+    ``ctx`` is its tool context (made at spawn), ``history`` its first messages.  A released core's recipe
+    has ``born`` ``None``: its conversation comes back from the store, its context is made anew."""
+
+    __slots__ = ("born", "budget_parent", "ctx", "history", "model", "prefix", "registry", "sandbox", "system",
+                 "workspace")
+
+    def __init__(self, model: Model, system: str, prefix: int, registry: ToolRegistry, *, workspace: Any = None,
+                 sandbox: Any = None, ctx: ToolContext | None = None, budget_parent: Budget | None = None,
+                 history: list[Message] | None = None, born: float | None = None) -> None:
+        self.model, self.system, self.prefix, self.registry = model, system, prefix, registry
+        self.workspace, self.sandbox, self.ctx = workspace, sandbox, ctx
+        self.budget_parent, self.history, self.born = budget_parent, history, born
 
 
 class Reviver(Protocol):
@@ -50,18 +72,16 @@ class AgentNode:
     result: RunResult | None = None
     children: list[str] = field(default_factory=list)
     children_complete: bool = True  # False for a node re-created from the store: finished children load on demand
-    waiters: list[Callable[[AgentNode], None]] = field(default_factory=list)
+    waiters: list[Callable[[AgentNode], None]] | None = None  # called when it ends (a list once there is one)
     followups: list[AnnouncementRecord] = field(default_factory=list)
     holds_slot: bool = False
     closing: bool = False
     runs: int = 0
     mode: str = "default"  # the permission mode it runs in
-    narrowed: list[str] = field(default_factory=list)  # what its authority lost against its definition
+    narrowed: tuple[str, ...] = ()  # what its authority lost against its definition
     worktree: Worktree | None = None  # its own git worktree (isolation: worktree)
     reviver: Reviver | None = None  # rebuilds ``core`` after :meth:`release`
-    # what the reviver needs of a released core (kept by :meth:`release`): (model, system, system_prefix,
-    # registry, workspace, sandbox) — shared objects and strings, nothing per agent
-    dormant: tuple[Any, ...] | None = None
+    dormant: Recipe | None = None  # how the reviver builds ``core`` while it is ``None``
 
     # copies of ``info``'s (read on every step of the runtime: plain slots, not properties)
     id: str = field(init=False)
@@ -82,9 +102,27 @@ class AgentNode:
             c = self.reviver(self)
         return c
 
-    def release(self, reviver: Reviver, dormant: tuple[Any, ...]) -> None:
-        """Drop the loop of this finished agent; ``reviver(self)`` rebuilds it from ``dormant`` and the store."""
-        self.reviver, self.dormant, self.core_ = reviver, dormant, None
+    def add_waiter(self, fn: Callable[[AgentNode], None]) -> None:
+        """Call ``fn(self)`` when this agent ends (see :func:`.waiting.wait_all`)."""
+        if self.waiters is None:
+            self.waiters = [fn]
+        else:
+            self.waiters.append(fn)
+
+    def remove_waiter(self, fn: Callable[[AgentNode], None]) -> None:
+        if self.waiters is not None and fn in self.waiters:
+            self.waiters.remove(fn)
+
+    @property
+    def system_prompt(self) -> str:
+        """Its system prompt (without building its core)."""
+        if self.core_ is not None or self.dormant is None:
+            return self.core.system
+        return self.dormant.system
+
+    def release(self, reviver: Reviver, recipe: Recipe) -> None:
+        """Drop the loop of this agent; ``reviver(self)`` builds it again from ``recipe`` when it is read."""
+        self.reviver, self.dormant, self.core_ = reviver, recipe, None
 
     def describe(self) -> str:
         return f"{self.nickname} ({self.info.agent_type}, depth {self.depth}, {self.status})"

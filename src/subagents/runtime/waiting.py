@@ -6,7 +6,6 @@ Waiters are callbacks a node calls when it ends (``AgentNode.waiters``): nothing
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 
 from ..store import RunRecord, Store
@@ -35,7 +34,7 @@ async def wait_all(nodes: list[AgentNode], timeout: float | None, *, any_: bool 
                 fut.set_result(None)
 
         for n in pending:
-            n.waiters.append(on_done)
+            n.add_waiter(on_done)
         try:
             if timeout is None:
                 await fut
@@ -46,8 +45,7 @@ async def wait_all(nodes: list[AgentNode], timeout: float | None, *, any_: bool 
                     timed_out = True
         finally:
             for n in pending:
-                with contextlib.suppress(ValueError):
-                    n.waiters.remove(on_done)
+                n.remove_waiter(on_done)
     results = {n.id: n.result for n in nodes if n.result is not None and n.status.is_final()}
     running = [n.id for n in nodes if not n.status.is_final()]
     return results, running, timed_out
@@ -63,7 +61,7 @@ async def wait_one(node: AgentNode, close: Callable[[str], Awaitable[RunResult]]
         if not fut.done():
             fut.set_result(None)
 
-    node.waiters.append(on_done)
+    node.add_waiter(on_done)
     try:
         await fut
     except asyncio.CancelledError:

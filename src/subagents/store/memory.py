@@ -7,14 +7,16 @@ sweeper's candidates are kept in a sorted list of sweep keys (:func:`~subagents.
 so a bounded sweep step reads only what is due.
 
 It keeps few objects per finished run, as the garbage collector walks every live one on each full
-collection: a finished run's (small) transcript is packed into one JSON string (unpacked if the run is resumed;
-the durable stores give back the same copies), and a child's announcement ids are a tuple of strings.
+collection: a finished run's record is kept as a tuple of its fields (plain values: the collector stops
+tracking it) and its (small) transcript packed into one JSON string — both unpacked when read or resumed
+(readers get copies, as from the durable stores) — and a child's announcement ids are a tuple of strings.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -36,6 +38,7 @@ __all__ = ["MemoryStore", "new_owner_id"]
 
 _SHRINK_FLOOR = 64  # dicts under this many entries at their peak are never rebuilt
 _SWEEP_FIELDS = frozenset({"status", "archive_at", "archived", "cleanup", "ended_at"})
+_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(RunRecord)))  # a record -> its fields' tuple
 _PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed into one string
 _SHRUNK = ("runs", "transcripts", "announcements", "audit", "_swept", "_anns_of")
 
@@ -45,7 +48,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.url = "memory://"
-        self.runs: dict[str, RunRecord] = {}
+        self.runs: dict[str, RunRecord | tuple[Any, ...]] = {}  # a final run's: its fields (see _rec)
         self.transcripts: dict[str, list[Message] | str] = {}  # a finished run's: packed (JSON)
         self.announcements: dict[str, AnnouncementRecord] = {}
         self._anns_of: dict[str, tuple[str, ...]] = {}  # child id -> ids of its announcements
@@ -66,12 +69,25 @@ class MemoryStore:
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         check_run_fields(fields)
-        rec = self.runs.get(run_id)
+        rec = self._rec(run_id)
         if rec is not None:
             for k, v in fields.items():
                 setattr(rec, k, v)
+            self._put(rec)
             if not _SWEEP_FIELDS.isdisjoint(fields):
                 self._index(rec)
+
+    def _rec(self, run_id: str) -> RunRecord | None:
+        """The record of ``run_id`` (a new object for a final run's: change it, then :meth:`_put` it back)."""
+        r = self.runs.get(run_id)
+        return RunRecord(*r) if isinstance(r, tuple) else r
+
+    def _put(self, rec: RunRecord) -> None:
+        self.runs[rec.run_id] = _FIELDS(rec) if rec.status in FINAL_STATUSES else rec
+
+    def _all(self) -> list[RunRecord]:
+        """Every record, as objects (the final runs' are new)."""
+        return [RunRecord(*r) if isinstance(r, tuple) else r for r in self.runs.values()]
 
     def _index(self, rec: RunRecord) -> None:
         """Keep ``rec`` in the sweep order if it is a candidate (final, unarchived) under its current key."""
@@ -117,22 +133,22 @@ class MemoryStore:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rec = self.runs.get(run_id)
-        return None if rec is None else dataclasses.replace(rec)
+        return None if rec is None else _copy(rec)
 
     def list_runs(self, *, include_archived: bool = False, status: str | None = None,
                   root_id: str | None = None) -> list[RunRecord]:
-        out = [dataclasses.replace(r) for r in self.runs.values()
+        out = [dataclasses.replace(r) for r in self._all()
                if (include_archived or not r.archived) and (status is None or r.status == status)
                and (root_id is None or r.root_id == root_id or r.run_id == root_id)]
         out.sort(key=lambda r: r.created_at)
         return out
 
     def child_ids(self, parent_id: str) -> list[str]:
-        kids = sorted((r for r in self.runs.values() if r.parent_id == parent_id), key=lambda r: r.created_at)
+        kids = sorted((r for r in self._all() if r.parent_id == parent_id), key=lambda r: r.created_at)
         return [r.run_id for r in kids]
 
     def root_nicknames(self, agent_type: str) -> set[str]:
-        return {r.nickname for r in self.runs.values() if r.parent_id is None and r.agent_type == agent_type}
+        return {r.nickname for r in self._all() if r.parent_id is None and r.agent_type == agent_type}
 
     def transcript(self, run_id: str) -> list[Message]:
         t = self.transcripts.get(run_id)
@@ -186,10 +202,9 @@ class MemoryStore:
     def cleanup_candidates(self, now: float, limit: int | None = None,
                            after: tuple[float, str] | None = None) -> list[RunRecord]:
         if limit is None:
-            runs = self.runs
-            due = [runs[rid] for rid in self._swept if (r := runs[rid]).cleanup == "delete"
+            due = [r for rid in self._swept if (r := _copy(self.runs[rid])).cleanup == "delete"
                    or r.archive_at is None or r.archive_at <= now]
-            return [dataclasses.replace(r) for r in sorted(due, key=lambda r: r.created_at)]
+            return sorted(due, key=lambda r: r.created_at)
         keys, swept = self._sweep, self._swept
         out: list[RunRecord] = []
         i = j = bisect.bisect_right(keys, after) if after is not None else 0
@@ -200,7 +215,7 @@ class MemoryStore:
             if swept.get(key[1]) == key and (not live or live[-1] != key):  # else stale (the run was deleted,
                 # archived or changed its key since) or a duplicate
                 live.append(key)
-                out.append(dataclasses.replace(self.runs[key[1]]))
+                out.append(_copy(self.runs[key[1]]))
         keys[i:j] = live  # drop the stale entries read (the list shrinks when they were many)
         return out
 
@@ -208,9 +223,12 @@ class MemoryStore:
         self.leases[owner] = Lease(owner, at, expires_at, process)
 
     def claim_runs(self, expected: Mapping[str, str]) -> set[str]:
-        got = {rid for rid, old in expected.items() if (r := self.runs.get(rid)) is not None and r.owner == old}
+        got = {rid for rid, old in expected.items() if (r := self._rec(rid)) is not None and r.owner == old}
         for rid in got:
-            self.runs[rid].owner = self.owner
+            rec = self._rec(rid)
+            assert rec is not None
+            rec.owner = self.owner
+            self._put(rec)
         return got
 
     def release_lease(self, owner: str) -> None:
@@ -228,7 +246,7 @@ class MemoryStore:
     def take_requests(self, owner: str, at: float) -> list[Request]:
         out = []
         for r in self.requests:
-            rec = self.runs.get(r.run_id)
+            rec = self._rec(r.run_id)
             if r.done_at is None and rec is not None and rec.owner == owner:
                 r.done_at = at
                 out.append(dataclasses.replace(r))
@@ -251,3 +269,8 @@ class MemoryStore:
 
     def close(self) -> None:
         return None
+
+
+def _copy(r: RunRecord | tuple[Any, ...]) -> RunRecord:
+    """A new record object with the fields of ``r`` (a record, or a final run's tuple of fields)."""
+    return RunRecord(*r) if isinstance(r, tuple) else dataclasses.replace(r)
