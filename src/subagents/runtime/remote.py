@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ROUTED", "RemoteAgents", "routed", "workers_model"]
 
-ROUTED = ("run", "spawn", "send_input", "wait", "close", "resume", "status", "result", "agents", "restore")
-"""The Runtime methods a remote engine carries out (same names and signatures on :class:`RemoteAgents`)."""
+ROUTED = ("run", "spawn", "send_input", "wait", "close", "resume", "status", "result", "agents", "restore",
+          "team", "create_team", "brief", "note", "set_model_override")
+"""The Runtime methods a remote engine carries out, or refuses (same names and signatures on :class:`RemoteAgents`)."""
 
 _RECORD_WAIT_S = 30.0  # how long spawn waits for a worker to record the run before returning without a nickname
 
@@ -251,6 +252,24 @@ class RemoteAgents:
             out.extend(AgentSummary(r.run_id, r.nickname, r.agent_type, Status(r.status), r.depth, r.parent_id,
                                     r.label) for r in recs)
         return out
+
+    # -- what the workers own -------------------------------------------------------------------------
+    def team(self, name: str) -> Any:
+        raise _not_yet("teams (rt.team)")
+
+    def create_team(self, name: str, description: str = "") -> Any:
+        raise _not_yet("teams (rt.create_team)")
+
+    def brief(self, text: str) -> None:
+        raise UserError("the briefing of agents on the Temporal engine is the workers' ([briefing] in their "
+                        ".subagents/config.toml); rt.brief works on the local engine")
+
+    def note(self, text: str) -> None:
+        raise _not_yet("the shared notepad (rt.note)")
+
+    def set_model_override(self, agent_type: str, model: Model | str | None) -> None:
+        raise UserError("model overrides on the Temporal engine are the workers' (their config and agent "
+                        "files); pass model= to run or spawn instead")
 
     async def restore(self) -> None:
         """Nothing to restore: the runs belong to the engine, not to this process."""

@@ -36,6 +36,7 @@ from ..tools.agents import AGENT_TOOLS
 from ..tools.base import Tool, as_tools
 from ..tools.schema import check_schema
 from ..tools.team import TEAM_TOOLS
+from . import wiring
 from .control import ManagerControl
 from .events import Event, EventBus, EventCallback
 from .handles import AgentHandle, AgentSummary
@@ -52,7 +53,6 @@ from .sweeper import Sweeper
 from .team_handle import Team
 from .teams import restore_teams, team_service
 from .waiting import wait_stored
-from .wiring import attach_mcp, build_authority, build_tracing, builtin_tools_for, manager_settings, resolve_with
 
 __all__ = ["AgentHandle", "AgentSummary", "Runtime"]
 
@@ -108,7 +108,7 @@ class Runtime:
         self.clients = ClientPool()
         """The SDK clients of this runtime's models: one per server and key, closed by :meth:`aclose`."""
         remote = bool(self.engine_url)  # then a model string is the workers' to resolve (run's default model)
-        self.model = workers_model() if spec is None or remote else resolve_with(s.providers, self.clients, spec)
+        self.model = workers_model() if spec is None or remote else wiring.resolve_with(s.providers, self.clients, spec)
         self.store: Store = store if store is not None and not isinstance(store, str) else open_store(
             store if isinstance(store, str) else s.store_url, self.workdir)
         self.bus = EventBus()
@@ -118,16 +118,16 @@ class Runtime:
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
-        builtins = builtin_tools_for(self.workdir, self.model, allow_private_hosts=s.web_allow_private_hosts
+        builtins = wiring.builtin_tools_for(self.workdir, self.model, allow_private_hosts=s.web_allow_private_hosts
                                      ) if builtin_tools else []
         universe = [*builtins, *AGENT_TOOLS, *TEAM_TOOLS, *as_tools(tools)]
         for t in universe:  # a bad schema is refused here, naming the tool (compiled once per schema)
             check_schema(t.parameters, tool=t.name)
         self.manager = AgentManager(
             definitions=self.definitions, tools=universe, model=self.model,
-            resolve_model=functools.partial(resolve_with, s.providers, self.clients),  # no cycle through self
+            resolve_model=functools.partial(wiring.resolve_with, s.providers, self.clients),  # no cycle through self
             workspace=self.workspace, store=self.store, bus=self.bus,
-            settings=manager_settings(s, system_prompt, limits, self.prices),
+            settings=wiring.manager_settings(s, system_prompt, limits, self.prices),
             control_factory=ManagerControl,
         )
         from ..sandbox.shell import ShellSandbox  # loaded with the first Runtime, not on `import subagents`
@@ -135,14 +135,14 @@ class Runtime:
         self.manager.sandbox = ShellSandbox(self.workspace, policy)
         if self.sandbox_warning:
             warnings.warn(UnconfinedShellWarning(self.sandbox_warning), stacklevel=2)
-        self.manager.authority = build_authority(
+        self.manager.authority = wiring.build_authority(
             s, approver=approver, hooks=hooks, mgr=self.manager, bus=self.bus, store=self.store,
             shell_confined=policy.mode != "off", allow=allow, deny=deny)
         self._closed = False
         self.manager.retention = Retention(self.manager)
-        self.mcp: Any = attach_mcp(self.manager, self.workdir, policy, s, self.definitions.by_name.values())
+        self.mcp: Any = wiring.attach_mcp(self.manager, self.workdir, policy, s, self.definitions.by_name.values())
         """The runtime's MCP servers (``None``: none configured); each starts with the first agent that may use it."""
-        self.tracing: Any = build_tracing(telemetry, s, self.bus, self.store)
+        self.tracing: Any = wiring.build_tracing(telemetry, s, self.bus, self.store)
         """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
         self.remote = RemoteAgents(self.engine_url, store=self.store, bus=self.bus, executor=self.manager.executor,
                                    default_limits=self.manager.cfg.default_limits,
@@ -230,17 +230,8 @@ class Runtime:
         docs/durability.md), so they may reach ``on_event`` / ``rt.events()`` a moment after
         :meth:`run` returned; await this before you print a run's result after its events.
         """
-        if not self.bus.active:
-            return
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-
-        def committed() -> None:  # runs after the gates queued before it opened (same writer, same order)
-            loop.call_soon_threadsafe(lambda: None if fut.done() else fut.set_result(None))
-
-        if self.store.on_commit(committed):
-            self.store.hurry()  # someone waits: no point gathering more for this batch
-            await fut
+        if self.bus.active:
+            await wiring.until_committed(self.store)
 
     def run_sync(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
                  model: Model | str | None = None, output_type: Any = None,
@@ -367,25 +358,30 @@ class Runtime:
                 for n in self.manager.nodes.values()]
 
     # -- teams (runtime/team_handle.py) ----------------------------------------------------------
+    @routed
     def team(self, name: str) -> Team:
         """The team ``name`` (made by a model's ``team_create`` or :meth:`create_team`); ``TeamError`` if none."""
         svc = team_service(self.manager)
         return Team(svc, svc.team(name).name)
 
+    @routed
     def create_team(self, name: str, description: str = "") -> Team:
         """A new team that you lead from Python (``team.spawn``, ``team.add_task``, ``team.send``...)."""
         svc = team_service(self.manager)
         return Team(svc, svc.store.create_team(check_name("team", name), "", time.time(), description).name)
 
     # -- shared context -------------------------------------------------------------------------
+    @routed
     def brief(self, text: str) -> None:
         """Set the briefing every future sub-agent's system prompt carries."""
         self.manager.cfg.briefing = text
 
+    @routed
     def note(self, text: str) -> None:
         """Append an entry to the shared notepad (future sub-agents see the latest entries)."""
         self.manager.notepad.append(text)
 
+    @routed
     def set_model_override(self, agent_type: str, model: Model | str | None) -> None:
         """Use ``model`` for future spawns of ``agent_type`` (``None`` removes the override)."""
         self.manager.set_model_override(agent_type, model)

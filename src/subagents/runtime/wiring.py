@@ -8,6 +8,7 @@ the runtime's bus and store.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from .manager import AgentManager
 
 __all__ = ["attach_mcp", "build_authority", "build_tracing", "builtin_tools_for", "manager_settings",
-           "resolve_with"]
+           "resolve_with", "until_committed"]
 
 
 def manager_settings(s: Settings, system_prompt: str | None, limits: Limits | None, prices: PriceTable
@@ -58,6 +59,19 @@ def builtin_tools_for(workdir: Path, model: Model, *, allow_private_hosts: Colle
 
     search = [web_search_tool(cast(Any, model))] if supports_web_search(model) else []
     return [*builtin_tools(workdir, allow_private_hosts=allow_private_hosts), *search]
+
+
+async def until_committed(store: Store) -> None:
+    """Return once what ``store`` was given so far is committed (and the event gates queued before it opened)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = loop.create_future()
+
+    def committed() -> None:  # runs after the gates queued before it opened (same writer, same order)
+        loop.call_soon_threadsafe(lambda: None if fut.done() else fut.set_result(None))
+
+    if store.on_commit(committed):
+        store.hurry()  # someone waits: no point gathering more for this batch
+        await fut
 
 
 def resolve_with(providers: Mapping[str, Mapping[str, Any]], clients: ClientPool, spec: Model | str) -> Model:

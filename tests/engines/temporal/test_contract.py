@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from subagents import Limits, Runtime
 from subagents.engines.temporal import TemporalTarget
 from subagents.engines.temporal.worker import build_worker
-from subagents.exceptions import SpawnError, UserError
+from subagents.exceptions import SpawnError
 from subagents.messages import TextBlock
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.events import Event
@@ -188,15 +188,3 @@ async def test_events_tell_the_tree(rt: Runtime) -> None:
     spawned = next(e for e in seen if e.kind == "subagent_spawned" and e.parent_id == result.id)
     assert spawned.depth == 1
     assert spawned.nickname
-
-
-async def test_what_the_temporal_engine_cannot_do_yet_is_a_clear_error(rt: Runtime) -> None:
-    if rt.remote is None:
-        assert rt.engine_url is None
-        return  # the local engine does all of it (its own tests)
-    with pytest.raises(UserError, match="not supported on the Temporal engine yet"):
-        await rt.spawn("listen", isolation="worktree")
-    with pytest.raises(UserError, match="structured result"):
-        await rt.run("delegate", output_schema={"type": "object"})
-    with pytest.raises(UserError, match="name the model by a string"):
-        await rt.run("delegate", model=model)
