@@ -152,6 +152,9 @@ def execute(model: Any, prompt: str, *, workdir: Path, settings: Settings, agent
         name = signal.Signals(received[0]).name
         said = (f"Stopped by {name}: the agents were closed and their processes killed; they are recorded as "
                 "interrupted (subagents runs resume <id> <message> goes on)")
+        if any(getattr(rt, "remote", None) is not None for rt in runtimes):
+            said = (f"Stopped by {name}: the run was closed on the Temporal workers (its agents end as "
+                    "shutdown/cancelled; subagents runs tree <id> shows them)")
         if as_json:
             return fail(said, 128 + received[0], True)
         click.echo(said, err=True)

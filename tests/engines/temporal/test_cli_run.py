@@ -5,11 +5,13 @@ shows the tree from the store the worker wrote.  All three are separate processe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +22,11 @@ from temporalio.testing import WorkflowEnvironment
 from subagents.cli.main import main
 from subagents.demo import DEMO_PROMPT, REPORT_PATH
 from subagents.engines.temporal import TemporalTarget
+from subagents.store import open_store
 
 pytestmark = [pytest.mark.temporal]
+
+TESTS = Path(__file__).resolve().parents[2]
 
 
 def _project(root: Path) -> Path:
@@ -33,16 +38,15 @@ def _project(root: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def worker_url(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path) -> Iterator[str]:
-    """A ``subagents worker`` process running the demo's model over ``workdir`` (its default store)."""
-    _project(workdir)
-    target = TemporalTarget(temporal_env.client.service_client.config.target_host, "default", f"cli-{uuid.uuid4()}")
-    log = (tmp_path / "worker.log").open("wb")
+@contextlib.contextmanager
+def _worker(env: WorkflowEnvironment, workdir: Path, log_path: Path, *args: str) -> Iterator[str]:
+    """A ``subagents worker`` process over ``workdir`` (its default store) on a fresh task queue: its URL."""
+    target = TemporalTarget(env.client.service_client.config.target_host, "default", f"cli-{uuid.uuid4()}")
+    log = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli.worker_cmd", "--engine", target.url, "--workdir", str(workdir),
-         "--model", "subagents.demo:demo_model", "--permission-mode", "autoEdit"],
-        stdout=log, stderr=subprocess.STDOUT)
+        [sys.executable, "-m", "subagents.cli.worker_cmd", "--engine", target.url, "--workdir", str(workdir), *args],
+        stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])})
     try:
         yield target.url
     finally:
@@ -53,6 +57,15 @@ def worker_url(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path)
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture
+def worker_url(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path) -> Iterator[str]:
+    """A worker running the demo's model (named by import path, as a person would) over a small project."""
+    _project(workdir)
+    with _worker(temporal_env, workdir, tmp_path / "worker.log", "--model", "subagents.demo:demo_model",
+                 "--permission-mode", "autoEdit") as url:
+        yield url
 
 
 async def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -108,6 +121,30 @@ async def test_run_with_an_engine_streams_the_tree_s_events_as_json(worker_url: 
     root = [x["kind"] for x in events if x["agent_id"] == result["id"]]
     assert root[-1] == "subagent_completed"
     assert root.count("tool_start") == root.count("tool_end") == result["tool_calls"]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_sigterm_closes_the_remote_run(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path
+                                             ) -> None:
+    with _worker(temporal_env, workdir, tmp_path / "worker.log", "--model", "engines.temporal.scripts:model",
+                 "--tool", "engines.temporal.scripts:nap") as url:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "subagents.cli.main", "run", "--engine", url, "listen", cwd=workdir,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        store = open_store(None, workdir)  # the project's default store, as the worker's
+        try:
+            deadline = time.monotonic() + 30
+            while not any(r.status == "running" for r in store.list_runs()):
+                assert time.monotonic() < deadline, "the run never started on the worker"
+                await asyncio.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            _, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+            assert proc.returncode == 143, err
+            assert "Stopped by SIGTERM: the run was closed on the Temporal workers" in err.decode()
+            (rec,) = store.list_runs()
+            assert (rec.status, rec.outcome) == ("shutdown", "cancelled")
+        finally:
+            store.close()
 
 
 def test_options_of_a_local_run_are_refused_with_an_engine(workdir: Path, capsys: pytest.CaptureFixture[str],
