@@ -90,6 +90,8 @@ _JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_JSON_COLS))
 _BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_BOOL_COLS))
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 _esc: Callable[[str], str] = json.encoder.encode_basestring
+_encode_strict = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False,
+                                  allow_nan=False).encode  # (SQLite's JSON has no NaN or Infinity)
 
 
 def message_json(m: Message) -> str:
@@ -105,11 +107,6 @@ def message_json(m: Message) -> str:
             parts.append('{"kind":"tool_result","tool_use_id":' + _esc(b.tool_use_id) + ',"content":'
                          + _esc(b.content) + (',"is_error":true}' if b.is_error else "}"))
     return '{"role":' + _esc(m.role) + ',"content":[' + ",".join(parts) + "]}"
-
-
-def _from_json(i: int, col: str) -> str:
-    v = f"json_extract(value, '$[{i}]')"
-    return f"json({v})" if col in _JSON_COLS else v
 
 
 _INSERT_RUN_PREFIX = f"INSERT OR REPLACE INTO runs ({_INSERT_COLS}) VALUES "
@@ -138,6 +135,28 @@ def _update_sql(keys: tuple[str, ...]) -> str:
     sets = ", ".join(f'"{k}" = {_from_json(i + 1, k)}' for i, k in enumerate(keys))
     return (f"UPDATE runs SET {sets} FROM (SELECT value FROM json_each(?)) AS j "
             "WHERE runs.run_id = json_extract(j.value, '$[0]')")
+
+
+def _from_json(i: int, col: str) -> str:
+    v = f"json_extract(value, '$[{i}]')"
+    return f"json({v})" if col in _JSON_COLS else v
+
+
+_BOUND = frozenset({str, int, float, type(None), bytes})  # bound as they are; others as their JSON text
+
+
+def _as_bound(v: Any) -> Any:
+    return v if type(v) in _BOUND else int(v) if type(v) is bool else _encode(v)
+
+
+@functools.lru_cache(maxsize=64)
+def _update_plan(keys: tuple[str, ...]) -> tuple[str, str, tuple[Callable[[Any], Any], ...]]:
+    """``UPDATE runs ... FROM (VALUES (run_id, *values), ...)``: the statement around the rows, and how each value
+    is bound (a JSON column as its text, a flag as 0/1) — for rows JSON cannot carry (``inf``, ``nan``)."""
+    sets = ", ".join(f'"{k}" = v.column{i + 2}' for i, k in enumerate(keys))
+    convs = tuple(functools.partial(_json_col, seen=k != "usage") if k in _JSON_COLS else
+                  (lambda x: int(bool(x))) if k in _BOOL_COLS else _as_bound for k in keys)
+    return f"UPDATE runs SET {sets} FROM (VALUES ", ") AS v WHERE runs.run_id = v.column1", convs
 
 
 def prompt_key(text: str) -> str:
@@ -286,8 +305,8 @@ class Plan:
             self.delivered.setdefault(ann_id, at)
 
     def apply(self, c: Recorder, tails: dict[str, int]) -> None:
-        """Write the batch with a handful of statements: rows travel as one JSON array per statement
-        (``json_each``), so the writer holds the GIL briefly and releases it a few times per batch, not per row.
+        """Write the batch with a handful of statements: many rows per statement (multi-row ``VALUES``, or one
+        JSON array for ``json_each``), so the writer holds the GIL briefly and releases it a few times per batch.
 
         ``tails`` (run id -> next transcript seq known committed) spares the ``DELETE`` of plain appends.
         """
@@ -314,7 +333,12 @@ class Plan:
                 fields = {**fields, "prompt_key": None}
             by_keys.setdefault(tuple(fields), []).append([run_id, *fields.values()])
         for keys, rows in by_keys.items():
-            c.execute(_update_sql(keys), (_encode(rows),))
+            try:  # one JSON array: encoded in C, the fastest way on this (the event loop's) thread
+                c.execute(_update_sql(keys), (_encode_strict(rows),))
+            except ValueError:  # a float JSON cannot spell: these rows go bound, as they are
+                prefix, suffix, convs = _update_plan(keys)
+                _insert_rows(c, prefix, len(keys) + 1,
+                             [[r[0], *[f(v) for f, v in zip(convs, r[1:], strict=True)]] for r in rows], suffix)
         if self.trans:
             self._apply_transcript(c, tails)
         self._apply_announcements(c)
