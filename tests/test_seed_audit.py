@@ -14,6 +14,7 @@ ROW = re.compile(r"^\|\s*((?:\d{3}|I17)\.\d+)\s*\|(.*)\|\s*$")
 TEST_REF = re.compile(r"`(tests/[\w/]+\.py)::(test_\w+)`")
 SOURCE_REF = re.compile(r"`((?:[a-z_]+/)*[a-z_][\w-]*\.(?:py|md))`")
 STATUS = re.compile(r"\A(✓|✓ n/a|in progress: \S.*)\Z")
+NA_REASON = re.compile(r"does not apply|not a requirement|not a behaviour")
 
 
 def rows() -> list[tuple[str, list[str]]]:
@@ -45,6 +46,11 @@ def test_every_row_is_ticked_or_named_as_in_progress() -> None:
 def test_every_ticked_row_cites_a_test() -> None:
     bare = [i for i, cells in rows() if cells[3].startswith("✓") and not TEST_REF.search(cells[2])]
     assert bare == [], "ticked rows must name the test that shows them"
+
+
+def test_every_row_that_does_not_apply_says_why() -> None:
+    silent = [i for i, cells in rows() if cells[3] == "✓ n/a" and not NA_REASON.search(cells[1])]
+    assert silent == [], "a '✓ n/a' row must say why in its 'implemented in' cell"
 
 
 def test_every_cited_test_exists() -> None:

@@ -152,13 +152,16 @@ async def test_the_coordinator_runs_its_parts_in_the_background_in_parallel(work
     delegation": told so in its prompt, and its background children run at the same time."""
     running = 0
     peak = 0
+    all_in = asyncio.Event()
 
     async def fn(req: ModelRequest) -> ModelResponse:
         nonlocal running, peak
         if req.agent.depth == 1:
             running += 1
             peak = max(peak, running)
-            await asyncio.sleep(0.05)
+            if running == 3:
+                all_in.set()
+            await asyncio.wait_for(all_in.wait(), 10)  # run one at a time, and this times out
             running -= 1
             return ModelResponse(text=f"part {req.messages[0].text} done")
         if len(req.messages) == 1:
