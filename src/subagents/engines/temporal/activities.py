@@ -245,9 +245,12 @@ class AgentActivities:
         p = fin.run
         r = RunResult.from_dict(fin.result)
         cap = p.result_max_chars
+        text = compressed_result(r, cap)
+        if p.notes:
+            text = f"[narrowed: {'; '.join(p.notes)}]\n{text}"
         ann = None
         if p.background and p.parent_id is not None:
-            ann = Announcement(f"{p.run_id}:1", p.run_id, announcement_text(r, p.label, cap))
+            ann = Announcement(f"{p.run_id}:1", p.run_id, announcement_text(r, p.label, cap), text, r.status)
         store = self.rt.store
         if fin.pending or fin.delivered:
             msgs = [message_from_dict(m) for m in fin.pending]
@@ -260,9 +263,6 @@ class AgentActivities:
                                                              time.time())
         store.finish_run(p.run_id, final_fields(r), record)
         store.flush()
-        text = compressed_result(r, cap)
-        if p.notes:
-            text = f"[narrowed: {'; '.join(p.notes)}]\n{text}"
         return AgentOutcome(result=fin.result, compressed=text, announcement=ann)
 
 

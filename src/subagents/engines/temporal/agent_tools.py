@@ -7,6 +7,10 @@ the children's handles (durably: a timeout is a workflow timer), ``send_input`` 
 ``close_agent`` cancels one (its workflow cancels its own children in turn), ``list_agents`` lists them.
 ``resume_agent`` is not supported on this engine yet: a tool error says so.
 
+When the run continues as new, its children go with it (:meth:`AgentTools.carry`): a child still running
+is then reached by its workflow id, and its end is learnt from its announcement (which carries the
+result ``wait`` hands over).
+
 The texts the model reads are those of the local engine (``runtime/control.py``).
 """
 
@@ -19,38 +23,51 @@ from typing import Any, Protocol
 
 from temporalio import workflow
 
-from .shapes import WORKFLOW_NAME, AgentJob, AgentOutcome, Prepared, SpawnPlan, SpawnReply
+from .shapes import WORKFLOW_NAME, AgentJob, AgentOutcome, Announcement, ChildState, Prepared, SpawnPlan, SpawnReply
 
 __all__ = ["AGENT_TOOL_NAMES", "AgentTools"]
 
 AGENT_TOOL_NAMES = frozenset({"spawn_agent", "send_input", "wait", "close_agent", "resume_agent", "list_agents"})
+_ANNOUNCE_S = 120.0  # how long a closed carried-over child may take to announce its end
 _NOTE = "runs in the background; its result will be announced to you, or collect it with wait"
 
 
 @dataclass
 class _Child:
-    run: Prepared
-    handle: workflow.ChildWorkflowHandle[Any, AgentOutcome]
+    """A sub-agent: started by this run (``handle``), or carried over from an earlier history of it
+    (``handle`` is ``None``: it is reached by id, and its end is learnt from its announcement)."""
+
+    s: ChildState
+    handle: workflow.ChildWorkflowHandle[Any, AgentOutcome] | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.run.run_id}:1"
+        return f"{self.s.run_id}:1"
 
-    def outcome(self) -> AgentOutcome | str | None:
-        """The child's outcome, the error that ended its workflow, or ``None`` while it runs."""
-        h = self.handle
-        if not h.done():
-            return None
-        if h.cancelled():
-            return f"{self.run.nickname} ({self.run.run_id}) was closed"
-        e = h.exception()
-        if e is not None:
-            return f"{self.run.nickname} ({self.run.run_id}) failed: {getattr(e, 'cause', None) or e}"
-        return h.result()
+    @property
+    def name(self) -> str:
+        return f"{self.s.nickname} ({self.s.run_id})"
 
-
-def _text(o: AgentOutcome | str) -> str:
-    return o if isinstance(o, str) else o.compressed
+    def settled(self, announced: Announcement | None) -> bool:
+        """Whether the child has ended; its state then holds what the parent reads."""
+        s, h = self.s, self.handle
+        if s.ended:
+            return True
+        if h is None:
+            if announced is None:
+                return False
+            s.text, s.status, s.failed = announced.compressed or announced.text, announced.status, False
+        elif not h.done():
+            return False
+        elif h.cancelled():
+            s.text, s.status, s.failed = f"{self.name} was closed", "shutdown", True
+        elif (e := h.exception()) is not None:
+            s.text, s.status, s.failed = f"{self.name} failed: {getattr(e, 'cause', None) or e}", "errored", True
+        else:
+            o = h.result()
+            s.text, s.status, s.failed = o.compressed, str(o.result.get("status", "?")), False
+        s.ended = True
+        return True
 
 
 class Host(Protocol):
@@ -60,14 +77,17 @@ class Host(Protocol):
 
     def withdraw(self, key: str) -> None: ...
 
+    def announced(self, child_id: str) -> Announcement | None: ...
+
 
 class AgentTools:
-    """The agent tools of one agent workflow (``wf``: the workflow, for its inbox and activity options)."""
+    """The agent tools of one agent workflow (``wf``: the workflow, for its inbox and activity options);
+    ``carried``: the children of the run's earlier histories (continue-as-new)."""
 
-    def __init__(self, wf: Host, run: Prepared) -> None:
+    def __init__(self, wf: Host, run: Prepared, carried: list[ChildState] | None = None) -> None:
         self.wf = wf
         self.run = run
-        self.children: dict[str, _Child] = {}
+        self.children: dict[str, _Child] = {c.run_id: _Child(c) for c in carried or ()}
 
     async def call(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
         """Carry out one agent tool call: ``(content, is_error)``."""
@@ -81,19 +101,28 @@ class AgentTools:
             if name == "close_agent":
                 return await self.close(args)
             if name == "list_agents":
-                return self.list(), False
+                return self.listing(), False
             return ("resume_agent is not supported on the Temporal engine yet; spawn a new agent with the "
                     "context it needs"), True
         except _ToolError as e:
             return str(e), True
 
+    def settled(self, c: _Child) -> bool:
+        return c.settled(self.wf.announced(c.s.run_id) if c.handle is None else None)
+
+    def carry(self) -> list[ChildState]:
+        """The children's states, for the run's next history."""
+        for c in self.children.values():
+            self.settled(c)
+        return [c.s for c in self.children.values()]
+
     def _child(self, ref: Any) -> _Child:
         if not isinstance(ref, str) or not ref:
             raise _ToolError("agent_id must be the id or nickname of one of your sub-agents")
         for c in self.children.values():
-            if ref in (c.run.run_id, c.run.nickname) or (len(ref) >= 4 and c.run.run_id.startswith(ref)):
+            if ref in (c.s.run_id, c.s.nickname) or (len(ref) >= 4 and c.s.run_id.startswith(ref)):
                 return c
-        known = ", ".join(f"{c.run.nickname} ({c.run.run_id})" for c in self.children.values()) or "none"
+        known = ", ".join(c.name for c in self.children.values()) or "none"
         raise _ToolError(f"no sub-agent of yours has the id or nickname {ref!r}; yours: {known}")
 
     async def spawn(self, args: dict[str, Any]) -> tuple[str, bool]:
@@ -106,7 +135,8 @@ class AgentTools:
             WORKFLOW_NAME, AgentJob(prepared=child), id=child.run_id, result_type=AgentOutcome,
             parent_close_policy=(workflow.ParentClosePolicy.ABANDON if child.background
                                  else workflow.ParentClosePolicy.REQUEST_CANCEL))
-        c = self.children[child.run_id] = _Child(child, handle)
+        c = self.children[child.run_id] = _Child(
+            ChildState(child.run_id, child.nickname, child.agent_type, child.background), handle)
         if child.background:
             out: dict[str, Any] = {"agent_id": child.run_id, "nickname": child.nickname, "status": "running",
                                    "permission_mode": child.mode, "note": _NOTE}
@@ -114,9 +144,8 @@ class AgentTools:
                 out["narrowed"] = "; ".join(child.notes)
             return json.dumps(out), False
         await asyncio.wait([handle])
-        o = c.outcome()
-        assert o is not None
-        return _text(o), isinstance(o, str)
+        self.settled(c)
+        return c.s.text, c.s.failed
 
     async def wait(self, args: dict[str, Any]) -> tuple[str, bool]:
         ids, timeout = args.get("agent_ids"), args.get("timeout_s")
@@ -128,61 +157,75 @@ class AgentTools:
         any_ = args.get("return_when") == "any"
         timed_out = False
         try:
-            await workflow.wait_condition(
-                lambda: (any if any_ else all)(k.handle.done() for k in kids),
-                timeout=None if timeout is None else float(timeout))
+            await workflow.wait_condition(lambda: (any if any_ else all)([self.settled(k) for k in kids]),
+                                          timeout=None if timeout is None else float(timeout))
         except TimeoutError:
             timed_out = True
-        finished = [(k, o) for k in kids if (o := k.outcome()) is not None]
-        running = [k for k in kids if not k.handle.done()]
-        for k, _ in finished:
+        finished = [k for k in kids if self.settled(k)]
+        running = [k for k in kids if not k.s.ended]
+        for k in finished:
             self.wf.withdraw(k.key)
         head = (f"{len(finished)} finished, {len(running)} still running"
                 + (f" (timed out after {timeout}s)" if timed_out else ""))
         if running:
-            head += ": " + ", ".join(f"{k.run.nickname} ({k.run.run_id})" for k in running[:50])
+            head += ": " + ", ".join(k.name for k in running[:50])
         return "\n\n".join([f"[wait: {head}; timed_out={str(timed_out).lower()}]",
-                            *(_text(o) for _, o in finished)]), False
+                            *(k.s.text for k in finished)]), False
 
     async def send_input(self, args: dict[str, Any]) -> tuple[str, bool]:
         c = self._child(args.get("agent_id"))
         message = args.get("message")
         if not isinstance(message, str) or not message.strip():
             raise _ToolError("send_input needs a message (the text to tell the sub-agent)")
-        if c.handle.done():
-            raise _ToolError(f"{c.run.nickname} ({c.run.run_id}) has already finished; its result is with you "
-                             "(or collect it with wait)")
-        await c.handle.signal("send_input", f"[message from your parent agent {self.run.nickname}]\n{message}")
-        return f"message queued for {c.run.nickname} ({c.run.run_id}); it reads it at its next tool boundary", False
+        if self.settled(c):
+            raise _ToolError(f"{c.name} has already finished; its result is with you (or collect it with wait)")
+        text = f"[message from your parent agent {self.run.nickname}]\n{message}"
+        if c.handle is not None:
+            await c.handle.signal("send_input", text)
+        else:
+            await workflow.get_external_workflow_handle(c.s.run_id).signal("send_input", text)
+        return f"message queued for {c.name}; it reads it at its next tool boundary", False
 
     async def close(self, args: dict[str, Any]) -> tuple[str, bool]:
         c = self._child(args.get("agent_id"))
-        already = c.handle.done()
+        already = self.settled(c)
         if not already:
-            c.handle.cancel()
-            await asyncio.wait([c.handle])
+            await self._cancel([c])
         self.wf.withdraw(c.key)
-        o = c.outcome()
         prefix = "already finished" if already else "closed (with its descendants)"
-        return f"{c.run.nickname} {prefix}.\n" + (_text(o) if o is not None else ""), False
+        return f"{c.s.nickname} {prefix}.\n" + (c.s.text if self.settled(c) else ""), False
 
-    def list(self) -> str:
+    def listing(self) -> str:
         if not self.children:
             return "you have no sub-agents"
         lines = []
         for c in self.children.values():
-            o = c.outcome()
-            status = "running" if o is None else o if isinstance(o, str) else o.result.get("status", "?")
-            lines.append(f"- {c.run.nickname} ({c.run.run_id}) {c.run.agent_type}: {status}")
+            status = "running" if not self.settled(c) else c.s.text if c.s.failed else c.s.status
+            lines.append(f"- {c.name} {c.s.agent_type}: {status}")
         return "\n".join(lines)
 
     async def cancel_children(self) -> None:
         """The run is being closed: close its running children too, and wait until they have ended."""
-        running = [c.handle for c in self.children.values() if not c.handle.done()]
-        for h in running:
+        await self._cancel([c for c in self.children.values() if not self.settled(c)])
+
+    async def _cancel(self, kids: list[_Child]) -> None:
+        """Cancel ``kids`` (running) and wait until they have ended (a carried child: its announcement)."""
+        started = [c.handle for c in kids if c.handle is not None]
+        for h in started:
             h.cancel()
-        if running:
-            await asyncio.wait(running)
+        carried = [c for c in kids if c.handle is None]
+        for c in carried:
+            try:
+                await workflow.get_external_workflow_handle(c.s.run_id).cancel()
+            except Exception:  # it has ended meanwhile: its announcement is on its way
+                workflow.logger.info("%s had ended before it was closed", c.name)
+        if started:
+            await asyncio.wait(started)
+        if carried:
+            try:
+                await workflow.wait_condition(lambda: all([self.settled(c) for c in carried]), timeout=_ANNOUNCE_S)
+            except TimeoutError:
+                workflow.logger.warning("closed sub-agents did not announce their end within %ss", _ANNOUNCE_S)
 
 
 class _ToolError(Exception):

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ActivityOptions", "AgentJob", "AgentOutcome", "AgentStart", "Announcement", "Fence", "ModelCall",
-           "ModelReply", "Prepared", "SpawnPlan", "SpawnReply", "ToolRun", "ToolRunReply", "WorkflowFinish"]
+__all__ = ["ActivityOptions", "AgentJob", "AgentOutcome", "AgentStart", "Announcement", "Carry", "ChildState", "Fence",
+           "InboxItem", "ModelCall", "ModelReply", "Prepared", "SpawnPlan", "SpawnReply", "ToolRun", "ToolRunReply",
+           "WorkflowFinish"]
 
 WORKFLOW_NAME = "subagents.Agent"
 """The workflow type every agent run is (its id is the run id)."""
@@ -19,12 +20,15 @@ WORKFLOW_NAME = "subagents.Agent"
 
 @dataclass
 class ActivityOptions:
-    """Timeouts (seconds) and retries of the activities of one tree (the workflow applies them)."""
+    """Timeouts (seconds) and retries of the activities of one tree (the workflow applies them), and
+    how long a workflow's history may grow: an agent continues as new (a fresh history, its state carried
+    over) when Temporal suggests it, or after ``turns_per_history`` turns (``0``: only when suggested)."""
 
     model_timeout_s: float = 300.0
     tool_timeout_s: float = 600.0
     store_timeout_s: float = 60.0
     max_attempts: int = 5
+    turns_per_history: int = 0
 
 
 @dataclass
@@ -79,11 +83,57 @@ class Prepared:
 
 
 @dataclass
+class InboxItem:
+    """A message waiting for the next tool boundary: ``key`` is an announcement's idempotency key."""
+
+    key: str | None
+    text: str
+
+
+@dataclass
+class ChildState:
+    """A sub-agent as its parent's workflow knows it; once ``ended``, ``text`` is what the parent reads
+    (the compressed result, or the error when ``failed``) and ``status`` its final status."""
+
+    run_id: str
+    nickname: str
+    agent_type: str
+    background: bool = False
+    ended: bool = False
+    text: str = ""
+    status: str = ""
+    failed: bool = False
+
+
+@dataclass
+class Carry:
+    """An agent's state when its workflow continues as new (the conversation and everything counted)."""
+
+    run: Prepared
+    messages: list[dict[str, Any]]
+    recorded: int
+    acks: list[str]
+    inbox: list[InboxItem]
+    seen: list[str]
+    turns: int
+    tool_calls: int
+    usage: dict[str, int]
+    cost: float | None
+    cost_known: bool
+    last_text: str
+    children: list[ChildState]
+    started: float  # when the run began (epoch seconds, workflow time): timeout_s and duration count from it
+    continued: int = 0  # how many times the run continued as new
+
+
+@dataclass
 class AgentJob:
-    """The input of an agent workflow: a root to prepare, or a child its parent prepared."""
+    """The input of an agent workflow: a root to prepare, a child its parent prepared, or a run carried
+    over from its previous history (continue-as-new)."""
 
     start: AgentStart | None = None
     prepared: Prepared | None = None
+    carry: Carry | None = None
 
 
 @dataclass
@@ -143,11 +193,14 @@ class SpawnReply:
 
 @dataclass
 class Announcement:
-    """A background child's result for its parent; ``key`` (``"<child id>:1"``) makes delivery idempotent."""
+    """A background child's result for its parent; ``key`` (``"<child id>:1"``) makes delivery idempotent.
+    ``text`` is the notification; ``compressed`` and ``status`` are what ``wait`` hands over."""
 
     key: str
     child_id: str
     text: str
+    compressed: str = ""
+    status: str = ""
 
 
 @dataclass

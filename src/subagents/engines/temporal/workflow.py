@@ -16,6 +16,11 @@ The workflow mirrors :class:`~subagents.runtime.loop.AgentCore` step by step, de
 6. ``finish`` records the end; a background child then signals its parent ``announce`` once.
 
 Cancellation (``close``) stops the run as ``cancelled`` and cancels its running children too.
+
+Long runs keep their history bounded: before a model call, when Temporal suggests it (or after
+``ActivityOptions.turns_per_history`` turns in this history), the workflow continues as new with its
+state (:class:`~.shapes.Carry`: the conversation, the counts and usage, the inbox and the announcement
+keys seen, its children); the run id stays, and the next history goes on from the same point.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ with workflow.unsafe.imports_passed_through():
         AgentJob,
         AgentOutcome,
         Announcement,
+        Carry,
+        InboxItem,
         ModelCall,
         ModelReply,
         Prepared,
@@ -89,6 +96,10 @@ class AgentWorkflow:
         self.last_text = ""
         self.run_info: Prepared | None = None
         self.tools: AgentTools | None = None
+        self.announcements: dict[str, Announcement] = {}  # by child id: how a carried-over child's end is learnt
+        self.started = 0.0
+        self.continued = 0
+        self.turns_here = 0  # turns in this history
 
     # -- signals and queries ------------------------------------------------------------------------
     @workflow.signal(name="send_input")
@@ -99,6 +110,7 @@ class AgentWorkflow:
     @workflow.signal(name="announce")
     def announce(self, ann: Announcement) -> None:
         """A background child's result; a key seen before (a repeat, or withdrawn by ``wait``) is dropped."""
+        self.announcements[ann.child_id] = ann
         if ann.key in self.inbox.seen:
             return
         self.inbox.seen.add(ann.key)
@@ -107,6 +119,15 @@ class AgentWorkflow:
     @workflow.query(name="status")
     def get_status(self) -> str:
         return self.status
+
+    @workflow.query(name="progress")
+    def progress(self) -> dict[str, Any]:
+        """``status``, ``turns``, ``tool_calls`` and ``continued`` (how many times the run continued as new)."""
+        return {"status": self.status, "turns": self.turns, "tool_calls": self.tool_calls,
+                "continued": self.continued}
+
+    def announced(self, child_id: str) -> Announcement | None:
+        return self.announcements.get(child_id)
 
     def withdraw(self, key: str) -> None:
         """``wait`` or ``close_agent`` handed this child's result over: its announcement counts as delivered."""
@@ -140,7 +161,10 @@ class AgentWorkflow:
     async def run(self, job: AgentJob) -> AgentOutcome:
         closed = _Stop("cancelled", None, "closed before it finished")
         cancelled = False
-        if job.prepared is not None:
+        self.started = workflow.now().timestamp()
+        if job.carry is not None:
+            p = self._restore(job.carry)
+        elif job.prepared is not None:
             p = job.prepared
         elif job.start is not None:
             try:
@@ -151,10 +175,11 @@ class AgentWorkflow:
         else:
             raise ApplicationError("an agent workflow needs a start or a prepared run", non_retryable=True)
         self.run_info = p
-        self.tools = AgentTools(self, p)
+        if job.carry is None:
+            self.tools = AgentTools(self, p)
+            self.messages.append({"role": "user", "content": [_text(p.prompt)]})
         self.status = "running"
-        self.messages.append({"role": "user", "content": [_text(p.prompt)]})
-        started = workflow.now()
+        assert self.tools is not None
         decision: _Final | _Stop = closed
         if not cancelled:
             try:
@@ -162,7 +187,7 @@ class AgentWorkflow:
             except asyncio.CancelledError:
                 decision = closed
                 await self.tools.cancel_children()
-        result = self._result(p, decision, (workflow.now() - started).total_seconds())
+        result = self._result(p, decision, workflow.now().timestamp() - self.started)
         fin = WorkflowFinish(p, result, self.messages[self.recorded:], self.recorded, self.acks)
         out: AgentOutcome = await workflow.execute_activity("subagents.finish", fin, result_type=AgentOutcome,
                                                             **self.opts("store"))
@@ -173,6 +198,31 @@ class AgentWorkflow:
             except ApplicationError:
                 workflow.logger.info("parent %s has ended: the announcement stays queued in the store", p.parent_id)
         return out
+
+    def _restore(self, c: Carry) -> Prepared:
+        """The state a previous history of this run carried over (continue-as-new)."""
+        self.messages, self.recorded, self.acks = c.messages, c.recorded, c.acks
+        early = self.inbox  # signals that reached this history before its run began (a repeated key is dropped)
+        late = [(k, t) for k, t in early.items if k is None or k not in c.seen]
+        self.inbox = _Inbox([(i.key, i.text) for i in c.inbox] + late, set(c.seen) | early.seen)
+        self.turns, self.tool_calls, self.usage = c.turns, c.tool_calls, c.usage
+        self.cost, self.cost_known, self.last_text = c.cost, c.cost_known, c.last_text
+        self.started, self.continued = c.started, c.continued
+        self.tools = AgentTools(self, c.run, c.children)
+        return c.run
+
+    def _continue_if_long(self, p: Prepared) -> None:
+        """Continue as new (raises) when this history is long enough; only at a turn boundary."""
+        every = p.options.turns_per_history
+        info = workflow.info()
+        if self.turns_here == 0 or not (info.is_continue_as_new_suggested()
+                                        or (every > 0 and self.turns_here >= every)):
+            return
+        assert self.tools is not None
+        carry = Carry(p, self.messages, self.recorded, self.acks, [InboxItem(k, t) for k, t in self.inbox.items],
+                      sorted(self.inbox.seen), self.turns, self.tool_calls, self.usage, self.cost, self.cost_known,
+                      self.last_text, self.tools.carry(), self.started, self.continued + 1)
+        workflow.continue_as_new(AgentJob(carry=carry))
 
     async def _prepare(self, job: AgentJob) -> Prepared:
         assert job.start is not None
@@ -187,8 +237,11 @@ class AgentWorkflow:
         timeout = p.limits.get("timeout_s")
         if timeout is None:
             return await self._turns(p)
+        left = float(timeout) - (workflow.now().timestamp() - self.started)
         try:
-            return await asyncio.wait_for(self._turns(p), timeout=float(timeout))
+            if left <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(self._turns(p), timeout=left)
         except TimeoutError:
             return _Stop("timeout", "timeout_s", f"Exceeded timeout_s={timeout}")
 
@@ -197,7 +250,9 @@ class AgentWorkflow:
         while True:
             if lim.get("max_turns") is not None and self.turns + 1 > lim["max_turns"]:
                 return _Stop("limit", "max_turns", f"Exceeded max_turns={lim['max_turns']} (turns={self.turns + 1})")
+            self._continue_if_long(p)
             self.turns += 1
+            self.turns_here += 1
             call = ModelCall(p, self.messages, self.recorded, self.acks)
             try:
                 reply = await workflow.execute_activity("subagents.call_model", call, result_type=ModelReply,
