@@ -144,7 +144,7 @@ class AgentActivities:
             wanted = self.mgr.factory.limits(self.mgr.cfg.default_limits, d).merged(limits_from(start.limits))
             p = self._prepared(run_id=start.run_id, prompt=start.prompt, d=d, fence=Fence(d.name, 0),
                                parent=None, model=start.model, limits=wanted, label=start.label or start.prompt[:60],
-                               background=False, start=start)
+                               background=start.background, start=start)
         except (SpawnError, ConfigError) as e:
             from temporalio.exceptions import ApplicationError
 

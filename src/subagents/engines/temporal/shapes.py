@@ -53,6 +53,7 @@ class AgentStart:
     model: str | None = None
     limits: dict[str, Any] = field(default_factory=dict)
     options: ActivityOptions = field(default_factory=ActivityOptions)
+    background: bool = False  # recorded as a background run (``rt.spawn``); a root announces to nobody
 
 
 @dataclass

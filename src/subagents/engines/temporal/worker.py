@@ -43,7 +43,8 @@ async def serve(target: TemporalTarget, *, model: Model | str | None, workdir: s
                 store: str | None = None, tools: Sequence[Any] = (), stop: asyncio.Event | None = None,
                 **runtime_args: Any) -> None:
     """Run a worker until ``stop`` is set (or the task is cancelled)."""
-    rt = Runtime(model=model, workdir=workdir, store=store, tools=tools, **runtime_args)
+    # engine="": the agents run here, even where the project's config names an engine URL (the clients' setting)
+    rt = Runtime(model=model, workdir=workdir, store=store, tools=tools, engine="", **runtime_args)
     try:
         client = await connect(target)
         async with build_worker(client, rt, target.task_queue):

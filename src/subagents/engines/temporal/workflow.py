@@ -33,6 +33,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import CancelledError as ActivityCancelled
 
 with workflow.unsafe.imports_passed_through():
     from .agent_tools import AGENT_TOOL_NAMES, AgentTools
@@ -72,6 +73,12 @@ class _Final:
 class _Inbox:
     items: list[tuple[str | None, str]] = field(default_factory=list)  # (announcement key or None, text)
     seen: set[str] = field(default_factory=set)
+
+
+def _reraise_cancel(e: ActivityError) -> None:
+    """An activity cancelled because the run is being closed: the run ends as closed, not as failed."""
+    if isinstance(e.cause, ActivityCancelled):
+        raise asyncio.CancelledError() from None
 
 
 def _text(t: str) -> dict[str, Any]:
@@ -258,6 +265,7 @@ class AgentWorkflow:
                 reply = await workflow.execute_activity("subagents.call_model", call, result_type=ModelReply,
                                                         **self.opts("model"))
             except ActivityError as e:
+                _reraise_cancel(e)
                 return _Stop("error", None, f"the model call failed after retries: {e.cause or e}")
             if reply.error is not None or reply.message is None:
                 return _Stop("error", None, reply.error or "the model returned nothing")
@@ -317,6 +325,7 @@ class AgentWorkflow:
                                                     result_type=ToolRunReply, **self.opts("tool"))
                 content, is_error = r.content, r.is_error
             except ActivityError as e:
+                _reraise_cancel(e)
                 content, is_error = f"tool {name!r} failed after retries: {e.cause or e}", True
         block: dict[str, Any] = {"kind": "tool_result", "tool_use_id": call["id"], "content": content}
         if is_error:

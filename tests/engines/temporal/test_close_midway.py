@@ -1,0 +1,72 @@
+"""Closing a run while one of its activities runs ends it as closed (``shutdown`` / ``cancelled``), not as failed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+from subagents.engines.temporal import TemporalTarget
+from subagents.engines.temporal.client import TemporalEngine
+from subagents.engines.temporal.shapes import ActivityOptions
+from subagents.engines.temporal.worker import build_worker
+from subagents.limits import Limits
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+from subagents.runtime.runtime import Runtime
+from subagents.store import open_store
+
+from .scripts import nap
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+
+def _script(req: ModelRequest) -> ModelResponse:
+    """``slow model``: the model call takes 2 s; ``slow tool``: the tool call takes 2 s."""
+    if req.messages[0].text == "slow model":
+        time.sleep(2)
+        return ModelResponse(text="too late")
+    if len(req.messages) == 1:
+        return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": 2})])
+    return ModelResponse(text="too late")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def engine(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path
+                 ) -> AsyncIterator[tuple[TemporalEngine, str]]:
+    store_url = f"sqlite:///{tmp_path / 'state.db'}"
+    rt = Runtime(model=FunctionModel(_script), workdir=workdir, store=store_url, tools=[nap], permission_mode="yolo")
+    queue = f"close-{uuid.uuid4()}"
+    target = TemporalTarget(temporal_env.client.service_client.config.target_host, "default", queue)
+    try:
+        async with build_worker(temporal_env.client, rt, queue):
+            yield TemporalEngine(temporal_env.client, target, ActivityOptions(max_attempts=1)), store_url
+    finally:
+        await rt.aclose()
+
+
+@pytest.mark.parametrize("prompt", ["slow model", "slow tool"])
+async def test_closing_during_an_activity_ends_the_run_as_closed(engine: tuple[TemporalEngine, str], prompt: str
+                                                                 ) -> None:
+    eng, store_url = engine
+    run_id = await eng.start(prompt, limits=Limits(max_turns=5))
+    store = open_store(store_url, Path("."))
+    try:
+        for _ in range(200):  # until the run is recorded running (its first model call has begun)
+            rec = store.get_run(run_id)
+            if rec is not None and rec.status == "running" and (prompt == "slow model" or store.transcript(run_id)[1:]):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # well inside the 2 s activity
+        result = await eng.close(run_id)
+        assert (result.status, result.outcome, result.error) == ("shutdown", "cancelled", "closed before it finished")
+        rec = store.get_run(run_id)
+        assert rec is not None
+        assert (rec.status, rec.outcome) == ("shutdown", "cancelled")
+    finally:
+        store.close()
