@@ -36,7 +36,7 @@ __all__ = ["TOOL_ALIASES", "Rule", "command_segments", "escape", "parse_rule", "
 TOOL_ALIASES = {
     "bash": "bash", "read": "read_file", "write": "write_file", "edit": "edit_file", "multiedit": "edit_file",
     "glob": "glob", "grep": "grep", "ls": "list_dir", "task": "spawn_agent", "agent": "spawn_agent",
-    "todowrite": "todo_write", "webfetch": "web_fetch",
+    "todowrite": "todo_write", "webfetch": "web_fetch", "websearch": "web_search",
 }
 """Claude Code / Qwen tool names (lower-cased) -> ours."""
 

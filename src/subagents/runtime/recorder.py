@@ -47,7 +47,7 @@ class Recorder:
             requester_session_key=(f"agent:{parent.info.agent_type}:subagent:{parent.id}" if parent else None),
             parent_id=i.parent_id, root_id=node.root_id, depth=i.depth, label=node.label, model=node.model_name,
             cleanup=node.cleanup, background=node.background, created_at=time.time(),
-            system_prompt=node.core.system, limits=limits_dict(node.limits), permission_mode=node.mode,
+            system_prompt=node.system_prompt, limits=limits_dict(node.limits), permission_mode=node.mode,
             worktree=worktree_record(node.worktree),
         ))
         self.commit_point()
