@@ -244,6 +244,8 @@ class Runtime:
                                       output_schema=output_schema)
             finally:
                 self._in_run_sync = False
+                if self.remote is not None:  # its event reader belongs to this call's event loop
+                    await self.remote.aclose()
                 await self.manager.shutdown()
                 if self.mcp is not None:  # their connections belong to this call's event loop
                     await self.mcp.aclose()

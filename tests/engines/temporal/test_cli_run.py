@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from subagents import Runtime
 from subagents.cli.main import main
 from subagents.demo import DEMO_PROMPT, REPORT_PATH
 from subagents.engines.temporal import TemporalTarget
@@ -157,3 +158,16 @@ def test_options_of_a_local_run_are_refused_with_an_engine(workdir: Path, capsys
     monkeypatch.delenv("SUBAGENTS_ENGINE")
     assert main(["run", "--cwd", str(workdir), "--engine", "http://nope", "hi"]) == 2
     assert "is not a Temporal address" in capsys.readouterr().err
+
+
+def test_run_sync_goes_to_the_workers_in_each_of_its_event_loops(worker_url: str, workdir: Path) -> None:
+    rt = Runtime(workdir=workdir, engine=worker_url)  # no model here: the worker has the demo's
+    try:
+        first = rt.run_sync(DEMO_PROMPT)
+        second = rt.run_sync(DEMO_PROMPT)  # a new event loop: the client connects again
+        assert first.text.startswith("Survey done")
+        assert second.text.startswith("Survey done")  # (it counts the first one's report too)
+        assert first.id != second.id
+        assert rt.status(second.id) == "completed"
+    finally:
+        asyncio.run(rt.aclose())
