@@ -5,8 +5,12 @@ a body: a coroutine function that drives that agent to its end); the executor de
 and *how*.  Everything the runtime does with a running agent goes through the handle it gets
 back: wait for it, cancel it, ask whether it is done.
 
-An engine that runs agents elsewhere (a Temporal worker) starts a workflow with the run id
-instead of calling ``body`` in this process, and returns a handle on that workflow.
+The Temporal engine does not fit behind this seam, and does not need to: there a run is a workflow
+whose steps (model calls, tool calls, spawns) the workflow itself orders, so a runtime with an
+engine URL hands its whole lifecycle (``run``, ``spawn``, ``send_input``, ``wait``, ``close``...)
+to a client instead (:mod:`subagents.runtime.remote`), and the workers' runtime uses the manager's
+parts inside activities (:mod:`subagents.engines.temporal`).  The executor still runs that
+client's services (the event reader) in this process.
 """
 
 from __future__ import annotations
