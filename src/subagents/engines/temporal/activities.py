@@ -47,6 +47,8 @@ from .shapes import (
     ModelCall,
     ModelReply,
     Prepared,
+    Resumed,
+    ResumeStart,
     SpawnPlan,
     SpawnReply,
     ToolRun,
@@ -75,7 +77,7 @@ class AgentActivities:
 
     def activities(self) -> list[Any]:
         """The activity callables to register on a worker."""
-        return [self.prepare, self.plan_spawn, self.call_model, self.call_tool, self.finish]
+        return [self.prepare, self.plan_spawn, self.prepare_resume, self.call_model, self.call_tool, self.finish]
 
     # -- fences -------------------------------------------------------------------------------------
     def _definition(self, agent_type: str) -> AgentDefinition:
@@ -100,15 +102,15 @@ class AgentActivities:
         return g
 
     def _prepared(self, *, run_id: str, prompt: str, d: AgentDefinition, fence: Fence, parent: Prepared | None,
-                  model: str | None, limits: Limits, label: str, background: bool, start: AgentStart | None
-                  ) -> Prepared:
+                  model: str | None, limits: Limits, label: str, background: bool, start: AgentStart | None,
+                  nickname: str | None = None, root_id: str | None = None, runs: int = 1) -> Prepared:
         grant = self.grant(fence)
         mdl = self.mgr.factory.model_for(d, None, model)
         check_priced(mdl, limits, self.mgr.cfg.prices)
         cfg = self.mgr.cfg
-        if parent is None:
+        if nickname is None and parent is None:
             nickname = self.mgr.nicknames.take_root(d.name, d.nickname_candidates, self.rt.store)
-        else:
+        elif nickname is None:
             nickname = self.mgr.nicknames.take(d.name, d.nickname_candidates)
         system = self.mgr.factory.system_prompt(cfg.base_prompt, d, is_child=parent is not None, mode=grant.mode,
                                                 briefing=cfg.briefing, notes=tuple(grant.notes))
@@ -121,9 +123,9 @@ class AgentActivities:
             tools=list(reg.allowed), grantable=list(reg.grantable),
             parallel_safe=[n for n, t in reg.allowed.items() if t.parallel_safe], limits=limits_dict(limits),
             model=model, result_max_chars=cfg.result_max_chars,
-            root_id=parent.root_id if parent is not None else run_id, depth=fence.depth,
+            root_id=root_id or (parent.root_id if parent is not None else run_id), depth=fence.depth,
             parent_id=parent.run_id if parent is not None else None, background=background, label=label,
-            notes=list(grant.notes), **({"options": options} if options is not None else {}))
+            notes=list(grant.notes), runs=runs, **({"options": options} if options is not None else {}))
 
     def _record(self, p: Prepared, model_name: str) -> None:
         self.rt.store.create_run(RunRecord(
@@ -185,6 +187,48 @@ class AgentActivities:
         self.rt.store.update_run(child.run_id, {"status": "running", "started_at": time.time()})
         self.rt.store.flush()  # durable before Temporal records the activity as done
         return SpawnReply(child=child)
+
+    def _fence_of(self, rec: RunRecord) -> Fence:
+        """The fence a recorded run had: a child's is its parent's mode and grantable tools (recomputed)."""
+        if rec.parent_id is None:
+            return Fence(rec.agent_type, rec.depth)
+        parent = self.rt.store.get_run(rec.parent_id)
+        if parent is None:
+            raise SpawnError(f"the parent {rec.parent_id} of agent {rec.nickname} ({rec.run_id}) is not in the store")
+        g = self.grant(self._fence_of(parent))
+        return Fence(rec.agent_type, rec.depth, g.mode, list(g.registry.grantable))
+
+    @activity.defn(name="subagents.prepare_resume")
+    async def prepare_resume(self, r: ResumeStart) -> Resumed:
+        """Reopen a finished run: its transcript, the announcements that waited for it and the new message;
+        recorded ``running`` again (``runs`` + 1).  A run unknown or still running fails the workflow."""
+        store = self.rt.store
+        try:
+            rec = store.get_run(r.run_id)
+            if rec is None:
+                raise SpawnError(f"no agent run has the id {r.run_id!r}; see `subagents runs list`")
+            if not rec.is_final:
+                raise SpawnError(f"agent {rec.nickname} ({rec.run_id}) is still {rec.status}; "
+                                 "use send_input to give it more instructions, or wait for it")
+            waiting = store.pending_announcements(parent_id=rec.run_id)
+            if not r.message.strip() and not waiting:
+                raise SpawnError("the message is empty; say what the resumed agent should do")
+            d = self._definition(rec.agent_type)
+            limits = limits_from(rec.limits).merged(limits_from(r.limits))
+            p = self._prepared(run_id=rec.run_id, prompt=rec.task, d=d, fence=self._fence_of(rec), parent=None,
+                               model=None, limits=limits, label=rec.label, background=rec.background, start=None,
+                               nickname=rec.nickname, root_id=rec.root_id, runs=rec.runs + 1)
+        except (SpawnError, ConfigError) as e:
+            from temporalio.exceptions import ApplicationError
+
+            raise ApplicationError(str(e), type="SpawnError", non_retryable=True) from None
+        p.parent_id, p.options = rec.parent_id, r.options
+        texts = [a.text for a in waiting]
+        prompt = "\n\n".join([*texts, r.message] if r.message.strip() else texts)
+        store.update_run(rec.run_id, {"status": "running", "started_at": time.time(), "runs": p.runs})
+        store.flush()
+        messages = [message_to_dict(m) for m in store.transcript(rec.run_id)]
+        return Resumed(p, messages, prompt, [a.id for a in waiting])
 
     def _model(self, p: Prepared) -> Model:
         return self.mgr.factory.model_for(self._definition(p.agent_type), None, p.model)
@@ -250,7 +294,7 @@ class AgentActivities:
             text = f"[narrowed: {'; '.join(p.notes)}]\n{text}"
         ann = None
         if p.background and p.parent_id is not None:
-            ann = Announcement(f"{p.run_id}:1", p.run_id, announcement_text(r, p.label, cap), text, r.status)
+            ann = Announcement(f"{p.run_id}:{p.runs}", p.run_id, announcement_text(r, p.label, cap), text, r.status)
         store = self.rt.store
         if fin.pending or fin.delivered:
             msgs = [message_from_dict(m) for m in fin.pending]

@@ -5,7 +5,8 @@ child workflow whose id is its run id: a foreground call waits for its result; a
 returns at once and the child announces itself (``announce`` signal) when it ends.  ``wait`` waits on
 the children's handles (durably: a timeout is a workflow timer), ``send_input`` signals a child,
 ``close_agent`` cancels one (its workflow cancels its own children in turn), ``list_agents`` lists them.
-``resume_agent`` is not supported on this engine yet: a tool error says so.
+``resume_agent`` starts a finished child's workflow again under its id (``prepare_resume`` reopens it
+with its recorded conversation and the new message).
 
 When the run continues as new, its children go with it (:meth:`AgentTools.carry`): a child still running
 is then reached by its workflow id, and its end is learnt from its announcement (which carries the
@@ -23,7 +24,17 @@ from typing import Any, Protocol
 
 from temporalio import workflow
 
-from .shapes import WORKFLOW_NAME, AgentJob, AgentOutcome, Announcement, ChildState, Prepared, SpawnPlan, SpawnReply
+from .shapes import (
+    WORKFLOW_NAME,
+    AgentJob,
+    AgentOutcome,
+    Announcement,
+    ChildState,
+    Prepared,
+    ResumeStart,
+    SpawnPlan,
+    SpawnReply,
+)
 
 __all__ = ["AGENT_TOOL_NAMES", "AgentTools"]
 
@@ -42,7 +53,7 @@ class _Child:
 
     @property
     def key(self) -> str:
-        return f"{self.s.run_id}:1"
+        return f"{self.s.run_id}:{self.s.runs}"
 
     @property
     def name(self) -> str:
@@ -54,7 +65,7 @@ class _Child:
         if s.ended:
             return True
         if h is None:
-            if announced is None:
+            if announced is None or announced.key != self.key:
                 return False
             s.text, s.status, s.failed = announced.compressed or announced.text, announced.status, False
         elif not h.done():
@@ -102,8 +113,7 @@ class AgentTools:
                 return await self.close(args)
             if name == "list_agents":
                 return self.listing(), False
-            return ("resume_agent is not supported on the Temporal engine yet; spawn a new agent with the "
-                    "context it needs"), True
+            return await self.resume(args)
         except _ToolError as e:
             return str(e), True
 
@@ -143,6 +153,31 @@ class AgentTools:
             if child.notes:
                 out["narrowed"] = "; ".join(child.notes)
             return json.dumps(out), False
+        await asyncio.wait([handle])
+        self.settled(c)
+        return c.s.text, c.s.failed
+
+    async def resume(self, args: dict[str, Any]) -> tuple[str, bool]:
+        """``resume_agent``: a finished child goes on with its conversation and one more message (a new
+        workflow run under its id); foreground: its result, background: it will be announced."""
+        c = self._child(args.get("agent_id"))
+        message = args.get("message")
+        if not isinstance(message, str):
+            raise _ToolError("resume_agent needs a message (what the resumed sub-agent should do)")
+        if not self.settled(c):
+            raise _ToolError(f"agent {c.name} is still running; use send_input to give it more instructions, "
+                             "or wait for it")
+        self.wf.withdraw(c.key)  # its last result is with you (or will be, with this tool's answer)
+        job = AgentJob(resume=ResumeStart(c.s.run_id, message, {}, self.run.options))
+        handle = await workflow.start_child_workflow(
+            WORKFLOW_NAME, job, id=c.s.run_id, result_type=AgentOutcome,
+            parent_close_policy=(workflow.ParentClosePolicy.ABANDON if c.s.background
+                                 else workflow.ParentClosePolicy.REQUEST_CANCEL))
+        c = self.children[c.s.run_id] = _Child(
+            ChildState(c.s.run_id, c.s.nickname, c.s.agent_type, c.s.background, runs=c.s.runs + 1), handle)
+        if c.s.background:
+            return json.dumps({"agent_id": c.s.run_id, "nickname": c.s.nickname, "status": "running",
+                               "note": "resumed in the background; its result will be announced"}), False
         await asyncio.wait([handle])
         self.settled(c)
         return c.s.text, c.s.failed

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["ActivityOptions", "AgentJob", "AgentOutcome", "AgentStart", "Announcement", "Carry", "ChildState", "Fence",
-           "InboxItem", "ModelCall", "ModelReply", "Prepared", "SpawnPlan", "SpawnReply", "ToolRun", "ToolRunReply",
-           "WorkflowFinish"]
+           "InboxItem", "ModelCall", "ModelReply", "Prepared", "ResumeStart", "Resumed", "SpawnPlan", "SpawnReply",
+           "ToolRun", "ToolRunReply", "WorkflowFinish"]
 
 WORKFLOW_NAME = "subagents.Agent"
 """The workflow type every agent run is (its id is the run id)."""
@@ -81,6 +81,29 @@ class Prepared:
     label: str = ""
     notes: list[str] = field(default_factory=list)
     options: ActivityOptions = field(default_factory=ActivityOptions)
+    runs: int = 1  # which start of the agent this is (a resume adds one): announcement keys are "<run_id>:<runs>"
+
+
+@dataclass
+class ResumeStart:
+    """A finished run to reopen with its whole conversation and one more user message (``limits`` are
+    merged over the recorded ones: ``None`` fields keep theirs)."""
+
+    run_id: str
+    message: str
+    limits: dict[str, Any] = field(default_factory=dict)
+    options: ActivityOptions = field(default_factory=ActivityOptions)
+
+
+@dataclass
+class Resumed:
+    """A reopened run: recorded ``running`` again, its transcript, the new user message (after the
+    announcements that waited for it, whose keys are ``delivered`` with it)."""
+
+    run: Prepared
+    messages: list[dict[str, Any]]
+    prompt: str
+    delivered: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -104,6 +127,7 @@ class ChildState:
     text: str = ""
     status: str = ""
     failed: bool = False
+    runs: int = 1
 
 
 @dataclass
@@ -130,11 +154,12 @@ class Carry:
 @dataclass
 class AgentJob:
     """The input of an agent workflow: a root to prepare, a child its parent prepared, or a run carried
-    over from its previous history (continue-as-new)."""
+    over from its previous history (continue-as-new), or a finished run to resume."""
 
     start: AgentStart | None = None
     prepared: Prepared | None = None
     carry: Carry | None = None
+    resume: ResumeStart | None = None
 
 
 @dataclass
@@ -194,7 +219,7 @@ class SpawnReply:
 
 @dataclass
 class Announcement:
-    """A background child's result for its parent; ``key`` (``"<child id>:1"``) makes delivery idempotent.
+    """A background child's result for its parent; ``key`` (``"<child id>:<runs>"``) makes delivery idempotent.
     ``text`` is the notification; ``compressed`` and ``status`` are what ``wait`` hands over."""
 
     key: str

@@ -47,6 +47,8 @@ with workflow.unsafe.imports_passed_through():
         ModelCall,
         ModelReply,
         Prepared,
+        Resumed,
+        ResumeStart,
         ToolRun,
         ToolRunReply,
         WorkflowFinish,
@@ -167,23 +169,12 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, job: AgentJob) -> AgentOutcome:
         closed = _Stop("cancelled", None, "closed before it finished")
-        cancelled = False
         self.started = workflow.now().timestamp()
-        if job.carry is not None:
-            p = self._restore(job.carry)
-        elif job.prepared is not None:
-            p = job.prepared
-        elif job.start is not None:
-            try:
-                p = await self._prepare(job)
-            except asyncio.CancelledError:  # closed at once: still recorded (and ended) in the store
-                cancelled = True
-                p = await self._prepare(job)
-        else:
-            raise ApplicationError("an agent workflow needs a start or a prepared run", non_retryable=True)
+        p, cancelled = await self._begin(job)
         self.run_info = p
-        if job.carry is None:
+        if self.tools is None:
             self.tools = AgentTools(self, p)
+        if not self.messages:
             self.messages.append({"role": "user", "content": [_text(p.prompt)]})
         self.status = "running"
         assert self.tools is not None
@@ -230,6 +221,29 @@ class AgentWorkflow:
                       sorted(self.inbox.seen), self.turns, self.tool_calls, self.usage, self.cost, self.cost_known,
                       self.last_text, self.tools.carry(), self.started, self.continued + 1)
         workflow.continue_as_new(AgentJob(carry=carry))
+
+    async def _begin(self, job: AgentJob) -> tuple[Prepared, bool]:
+        """The run to go on with, and whether it was closed while being prepared (it is recorded, then ended)."""
+        if job.carry is not None:
+            return self._restore(job.carry), False
+        if job.prepared is not None:
+            return job.prepared, False
+        if job.resume is None and job.start is None:
+            raise ApplicationError("an agent workflow needs a start or a prepared run", non_retryable=True)
+        try:
+            return await (self._reopen(job.resume) if job.resume is not None else self._prepare(job)), False
+        except asyncio.CancelledError:  # closed at once: still recorded (and ended) in the store
+            return await (self._reopen(job.resume) if job.resume is not None else self._prepare(job)), True
+
+    async def _reopen(self, r: ResumeStart) -> Prepared:
+        """A finished run resumed: its recorded conversation, then the new message."""
+        got: Resumed = await workflow.execute_activity(
+            "subagents.prepare_resume", r, result_type=Resumed,
+            start_to_close_timeout=timedelta(seconds=r.options.store_timeout_s),
+            retry_policy=RetryPolicy(maximum_attempts=r.options.max_attempts, non_retryable_error_types=["SpawnError"]))
+        self.messages = [*got.messages, {"role": "user", "content": [_text(got.prompt)]}]
+        self.recorded, self.acks = len(got.messages), list(got.delivered)
+        return got.run
 
     async def _prepare(self, job: AgentJob) -> Prepared:
         assert job.start is not None
