@@ -8,7 +8,7 @@ so a bounded sweep step reads only what is due.
 
 It keeps few objects per finished run, as the garbage collector walks every live one on each full
 collection: a finished run's record is kept as a tuple of its fields (plain values: the collector stops
-tracking it) and its (small) transcript packed into one JSON string — both unpacked when read or resumed
+tracking it) and its (small) transcript packed into tuples of plain values — both unpacked when read or resumed
 (readers get copies, as from the durable stores) — and a child's announcement ids are a tuple of strings.
 """
 
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..messages import Message, dumps_messages, loads_messages
+from ..messages import Block, Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
 from ._lease import Lease, new_owner_id
 from .base import (
     FINAL_STATUSES,
@@ -36,10 +36,14 @@ from .base import (
 
 __all__ = ["MemoryStore", "new_owner_id"]
 
+Packed = tuple[tuple[Role, tuple[tuple[Any, ...], ...]], ...]
+"""A packed transcript: ``(role, blocks)`` per message, a block ``("t", text)``, ``("u", id, name, arguments)``
+or ``("r", tool_use_id, content, is_error)`` — tuples of plain values, which the garbage collector stops tracking."""
+
 _SHRINK_FLOOR = 64  # dicts under this many entries at their peak are never rebuilt
 _SWEEP_FIELDS = frozenset({"status", "archive_at", "archived", "cleanup", "ended_at"})
 _FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(RunRecord)))  # a record -> its fields' tuple
-_PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed into one string
+_PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed (see _pack)
 _SHRUNK = ("runs", "transcripts", "announcements", "audit", "_swept", "_anns_of")
 
 
@@ -49,7 +53,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self.url = "memory://"
         self.runs: dict[str, RunRecord | tuple[Any, ...]] = {}  # a final run's: its fields (see _rec)
-        self.transcripts: dict[str, list[Message] | str] = {}  # a finished run's: packed (JSON)
+        self.transcripts: dict[str, list[Message] | Packed] = {}  # a finished run's: packed
         self.announcements: dict[str, AnnouncementRecord] = {}
         self._anns_of: dict[str, tuple[str, ...]] = {}  # child id -> ids of its announcements
         self.owner = new_owner_id()
@@ -104,8 +108,8 @@ class MemoryStore:
         t = self.transcripts.get(run_id)
         if t is None:
             t = self.transcripts[run_id] = []
-        elif type(t) is str:  # a finished run's, packed: it goes on (resumed)
-            t = self.transcripts[run_id] = loads_messages(t)
+        elif type(t) is tuple:  # a finished run's, packed: it goes on (resumed)
+            t = self.transcripts[run_id] = _unpack(t)
         assert type(t) is list
         del t[start_seq:]
         t.extend(messages)
@@ -115,11 +119,11 @@ class MemoryStore:
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         self.update_run(run_id, stamp_archive_at(fields, self.archive_after_s, time.time()))
         t = self.transcripts.get(run_id)
-        if type(t) is list:  # packed: one string instead of a list, its messages and their blocks
+        if type(t) is list:  # packed: tuples of strings instead of a list, its messages and their blocks
             if not t:
                 del self.transcripts[run_id]
             elif len(t) <= _PACK_MAX and sum(len(m.content) for m in t) <= _PACK_MAX:  # (a big one stays: one
-                self.transcripts[run_id] = dumps_messages(t)  # object per block is little beside its size)
+                self.transcripts[run_id] = _pack(t)  # object per block is little beside its size)
         if announcement is not None and announcement.id not in self.announcements:
             a = announcement
             self.announcements[a.id] = AnnouncementRecord(a.id, a.parent_id, a.child_id, a.text, a.created_at,
@@ -154,7 +158,7 @@ class MemoryStore:
         t = self.transcripts.get(run_id)
         if t is None:
             return []
-        return loads_messages(t) if isinstance(t, str) else list(t)
+        return _unpack(t) if isinstance(t, tuple) else list(t)
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
         return sorted((dataclasses.replace(a) for a in self.announcements.values()
@@ -274,3 +278,24 @@ class MemoryStore:
 def _copy(r: RunRecord | tuple[Any, ...]) -> RunRecord:
     """A new record object with the fields of ``r`` (a record, or a final run's tuple of fields)."""
     return RunRecord(*r) if isinstance(r, tuple) else dataclasses.replace(r)
+
+
+
+def _pack(messages: list[Message]) -> Packed:
+    return tuple((m.role, tuple(_pack_block(b) for b in m.content)) for m in messages)
+
+
+def _pack_block(b: Block) -> tuple[Any, ...]:
+    if type(b) is TextBlock:
+        return ("t", b.text)
+    if type(b) is ToolUseBlock:
+        return ("u", b.id, b.name, b.arguments)
+    assert type(b) is ToolResultBlock
+    return ("r", b.tool_use_id, b.content, b.is_error)
+
+
+def _unpack(packed: Packed) -> list[Message]:
+    """New message objects (a tool call's arguments copied: a reader may change what it gets)."""
+    return [Message(role, [TextBlock(b[1]) if b[0] == "t" else ToolUseBlock(b[1], b[2], dict(b[3])) if b[0] == "u"
+                           else ToolResultBlock(b[1], b[2], b[3]) for b in blocks])
+            for role, blocks in packed]
