@@ -84,3 +84,41 @@ async def test_a_finished_background_child_frees_its_loop_and_resumes_from_the_s
         assert [m.text for m in mgr.store.transcript(kids[1].id)] == ["task 1", "done task 1", "more",
                                                                        again.text]
 
+
+
+async def test_a_queued_agent_holds_no_loop_until_it_starts(workdir: Path) -> None:
+    """With ``max_threads`` 1 and ``when_full = "queue"``, the agents waiting for a slot hold no core; each one
+    is built as it starts, with the system prompt its record holds, and every result arrives."""
+    seen_queued: list[bool] = []
+    nodes: dict[str, object] = {}
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        if req.agent.depth > 0:
+            waiting = [n for n in rt.manager.nodes.values() if n.parent_id is not None and n.task is None
+                       and not n.status.is_final()]
+            seen_queued.append(bool(waiting) and all(n.core_ is None for n in waiting))
+            return ModelResponse(text=f"done {req.messages[0].text}")
+        if len(req.messages) == 1:
+            return ModelResponse(tool_calls=[
+                ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": f"task {i}",
+                                         "description": f"c{i}", "background": True}, id=f"s{i}")
+                for i in range(N)])
+        last = req.messages[-1]
+        if any(r.content.startswith("{") for r in last.tool_results):
+            ids = [json.loads(r.content)["agent_id"] for r in last.tool_results]
+            nodes.update({i: rt.manager.nodes[i] for i in ids})
+            return ModelResponse(tool_calls=[ToolCall("wait", {"agent_ids": ids}, id="w")])
+        return ModelResponse(text="all done")
+
+    async with Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://", max_threads=1,
+                       when_full="queue") as rt:
+        r = await rt.run("fan out")
+        assert r.text == "all done"
+        assert seen_queued[:N - 1] == [True] * (N - 1)  # while one ran, the others waited without a core
+        for i, child_id in enumerate(nodes):
+            res = rt.result(child_id)
+            assert res is not None
+            assert res.text == f"done task {i}"
+            rec = rt.manager.store.get_run(child_id)
+            assert rec is not None
+            assert rec.system_prompt == rt.manager.nodes[child_id].system_prompt != ""
