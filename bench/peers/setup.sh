@@ -9,4 +9,6 @@ if [ ! -x "$here/.venv/bin/python" ]; then
 fi
 "$here/.venv/bin/python" -m pip install --quiet --upgrade pip
 "$here/.venv/bin/python" -m pip install --quiet -r "$here/requirements.txt"
+"$here/.venv/bin/python" -m pip install --quiet -r "$here/requirements-temporal.txt"
 "$here/.venv/bin/python" -c "import agents, pydantic_ai, langgraph.graph, langchain_core; print('peers venv ok')"
+"$here/.venv/bin/python" -c "import pydantic_ai.durable_exec.temporal; print('temporal peer ok')"
