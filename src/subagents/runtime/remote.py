@@ -220,14 +220,12 @@ class RemoteAgents:
             raise SpawnError("the message is empty; say what the resumed agent should do")
         rec = self._record(run_id)
         if rec is None or not rec.is_final:
-            where = f"still {rec.status}" if rec is not None else "not recorded yet"
-            raise SpawnError(f"agent {agent_id!r} is {where}; use send_input to give it more instructions, "
-                             "or wait for it")
+            who = f"{rec.nickname} ({run_id}) is still {rec.status}" if rec is not None else f"{run_id} is starting"
+            raise SpawnError(f"agent {who}; use send_input to give it more instructions, or wait for it")
         engine = await self.engine()
         await engine.resume(run_id, message, limits=limits)
-        self.roots.setdefault(run_id, rec.agent_type)
-        self.watch.seen.pop(run_id, None)
-        self.watch.watch(rec.root_id or run_id)
+        self.roots.setdefault(rec.root_id or run_id, rec.agent_type)
+        self.watch.watch(rec.root_id or run_id, reopened=run_id)
         return AgentHandle(run_id, rec.nickname, rec.agent_type)
 
     # -- reading ------------------------------------------------------------------------------------

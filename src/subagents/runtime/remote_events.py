@@ -50,10 +50,14 @@ class StoreWatch:
         self.store, self.bus = store, bus
         self.roots: set[str] = set()
         self.seen: dict[str, _Seen] = {}
+        self.reopened: set[str] = set()  # resumed runs not seen running again yet
 
-    def watch(self, root_id: str) -> None:
-        """Publish the events of the tree under ``root_id`` from now on (until it has ended)."""
+    def watch(self, root_id: str, *, reopened: str | None = None) -> None:
+        """Publish the events of the tree under ``root_id`` from now on (until it has ended; ``reopened``:
+        a run of it that was resumed and may still look finished in the store)."""
         self.roots.add(root_id)
+        if reopened is not None:
+            self.reopened.add(reopened)
 
     async def run(self) -> None:
         """Poll until cancelled (the runtime's service)."""
@@ -71,7 +75,8 @@ class StoreWatch:
                           key=lambda r: (r.depth, r.created_at))
             for rec in recs:
                 self._one(rec)
-            if recs and all(r.is_final for r in recs) and any(r.run_id == root for r in recs):
+            if recs and all(r.is_final for r in recs) and any(r.run_id == root for r in recs) and not (
+                    self.reopened & {r.run_id for r in recs}):
                 self.roots.discard(root)
                 for r in recs:
                     self.seen.pop(r.run_id, None)
@@ -86,6 +91,7 @@ class StoreWatch:
             self._emit(rec, "subagent_spawned", agent_type=rec.agent_type, label=rec.label,
                        background=rec.background, model=rec.model, call_id=None)
         if rec.status == "running" and s.status != "running":  # started, or resumed
+            self.reopened.discard(rec.run_id)
             self._emit(rec, "subagent_status_changed", status="running")
             self._emit(rec, "run_start", agent_type=rec.agent_type, prompt=rec.task)
         if rec.status == "running" or (rec.is_final and s.status != rec.status):

@@ -31,6 +31,7 @@ TESTS = Path(__file__).resolve().parents[2]
 
 
 def _project(root: Path) -> Path:
+    root.mkdir()
     (root / "src").mkdir()
     (root / "src" / "app.py").write_text("def main():\n    pass  # TODO: more\n")
     (root / "docs").mkdir()
@@ -40,12 +41,18 @@ def _project(root: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _worker(env: WorkflowEnvironment, workdir: Path, log_path: Path, *args: str) -> Iterator[str]:
-    """A ``subagents worker`` process over ``workdir`` (its default store) on a fresh task queue: its URL."""
+def _worker(env: WorkflowEnvironment, workdir: Path, log_path: Path, *args: str, configured: bool = False
+            ) -> Iterator[str]:
+    """A ``subagents worker`` process over ``workdir`` (its default store) on a fresh task queue: its URL
+    (``configured``: written to the project's config as ``[engine] url``, which the worker reads)."""
     target = TemporalTarget(env.client.service_client.config.target_host, "default", f"cli-{uuid.uuid4()}")
+    if configured:
+        (workdir / ".subagents").mkdir(exist_ok=True)
+        (workdir / ".subagents" / "config.toml").write_text(f'[engine]\nurl = "{target.url}"\n')
+    engine = [] if configured else ["--engine", target.url]
     log = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli.worker_cmd", "--engine", target.url, "--workdir", str(workdir), *args],
+        [sys.executable, "-m", "subagents.cli.worker_cmd", *engine, "--workdir", str(workdir), *args],
         stdout=log, stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])})
     try:
@@ -60,13 +67,28 @@ def _worker(env: WorkflowEnvironment, workdir: Path, log_path: Path, *args: str)
         log.close()
 
 
+@pytest.fixture(scope="module")
+def demo_worker(temporal_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[tuple[str, Path]]:
+    """A worker running the demo's model (named by import path, as a person would) over a small project whose
+    config names the engine (the worker still runs the agents itself; ``subagents run`` there goes to it)."""
+    root = tmp_path_factory.mktemp("cli-demo")
+    project = _project(root / "project")
+    with _worker(temporal_env, project, root / "worker.log", "--model", "subagents.demo:demo_model",
+                 "--permission-mode", "autoEdit", configured=True) as url:
+        yield url, project
+
+
 @pytest.fixture
-def worker_url(temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path) -> Iterator[str]:
-    """A worker running the demo's model (named by import path, as a person would) over a small project."""
-    _project(workdir)
-    with _worker(temporal_env, workdir, tmp_path / "worker.log", "--model", "subagents.demo:demo_model",
-                 "--permission-mode", "autoEdit") as url:
-        yield url
+def worker_url(demo_worker: tuple[str, Path]) -> str:
+    return demo_worker[0]
+
+
+@pytest.fixture
+def project(demo_worker: tuple[str, Path]) -> Path:
+    """The demo worker's project, without the report of an earlier test's run (the survey would count it)."""
+    (demo_worker[1] / REPORT_PATH).unlink(missing_ok=True)
+    return demo_worker[1]
 
 
 async def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -79,7 +101,8 @@ async def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subp
 
 
 @pytest.mark.asyncio(loop_scope="session")
-async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str, workdir: Path) -> None:
+async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str, project: Path) -> None:
+    workdir = project
     done = await _cli("run", "--engine", worker_url, "--max-turns", "20", DEMO_PROMPT, cwd=workdir)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Survey done (scripted model — no LLM; ")
@@ -90,10 +113,10 @@ async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str
     listed = await _cli("runs", "list", "--all", "--json", cwd=workdir)
     assert listed.returncode == 0, listed.stderr
     runs = json.loads(listed.stdout)
-    (root,) = [r for r in runs if r["depth"] == 0]
+    root = max((r for r in runs if r["depth"] == 0), key=lambda r: r["created_at"])  # this test's run
     kids = [r for r in runs if r["parent_id"] == root["run_id"]]
     assert sorted(k["label"] for k in kids) == ["survey docs", "survey src"]
-    assert {r["status"] for r in runs} == {"completed"}
+    assert {r["status"] for r in runs if r["root_id"] == root["run_id"]} == {"completed"}
     assert all(k["agent_type"] == "explore" and k["owner"].startswith("temporal:") for k in kids)
 
     tree = await _cli("runs", "tree", root["run_id"], cwd=workdir)
@@ -105,8 +128,8 @@ async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str
 
 
 @pytest.mark.asyncio(loop_scope="session")
-async def test_run_with_an_engine_streams_the_tree_s_events_as_json(worker_url: str, workdir: Path) -> None:
-    done = await _cli("run", "--json", "--engine", worker_url, DEMO_PROMPT, cwd=workdir)
+async def test_run_with_an_engine_streams_the_tree_s_events_as_json(project: Path) -> None:
+    done = await _cli("run", "--json", DEMO_PROMPT, cwd=project)  # [engine] url in the project's config
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     result = lines[-1]
@@ -143,7 +166,7 @@ async def test_sigterm_closes_the_remote_run(temporal_env: WorkflowEnvironment, 
             assert proc.returncode == 143, err
             assert "Stopped by SIGTERM: the run was closed on the Temporal workers" in err.decode()
             (rec,) = store.list_runs()
-            assert rec.is_final  # closed on the workers, not left running
+            assert (rec.status, rec.outcome) == ("shutdown", "cancelled")  # closed on the workers
         finally:
             store.close()
 
@@ -160,8 +183,8 @@ def test_options_of_a_local_run_are_refused_with_an_engine(workdir: Path, capsys
     assert "is not a Temporal address" in capsys.readouterr().err
 
 
-def test_run_sync_goes_to_the_workers_in_each_of_its_event_loops(worker_url: str, workdir: Path) -> None:
-    rt = Runtime(workdir=workdir, engine=worker_url)  # no model here: the worker has the demo's
+def test_run_sync_goes_to_the_workers_in_each_of_its_event_loops(worker_url: str, project: Path) -> None:
+    rt = Runtime(workdir=project, engine=worker_url)  # no model here: the worker has the demo's
     try:
         first = rt.run_sync(DEMO_PROMPT)
         second = rt.run_sync(DEMO_PROMPT)  # a new event loop: the client connects again

@@ -165,6 +165,22 @@ async def test_unknown_agents_and_unfinished_waits(rt: Runtime) -> None:
     await rt.close(handle.id)
 
 
+async def test_resume_a_finished_run(rt: Runtime) -> None:
+    first = await rt.run("delegate", limits=LIMITS)
+    handle = await rt.resume(first.id, "and now?")
+    assert (handle.id, handle.nickname) == (first.id, first.nickname)
+    result = (await rt.wait([first.id], timeout=30))[first.id]
+    assert (result.status, result.text) == ("completed", "resumed: and now?")
+    assert rt.status(first.id) is Status.COMPLETED
+    stored = rt.result(first.id)
+    assert stored is not None
+    assert stored.text == "resumed: and now?"
+    again = await rt.spawn("listen", limits=LIMITS)
+    with pytest.raises(SpawnError, match=r"is still (pending_init|running); use send_input"):
+        await rt.resume(again.id, "too soon")
+    await rt.close(again.id)
+
+
 async def test_events_tell_the_tree(rt: Runtime) -> None:
     seen: list[Event] = []
 

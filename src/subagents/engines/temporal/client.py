@@ -16,13 +16,14 @@ from dataclasses import asdict
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from ...exceptions import SpawnError, UserError
 from ...limits import Limits
 from ...runtime.result import RunResult
 from .connection import connect
-from .shapes import WORKFLOW_NAME, ActivityOptions, AgentJob, AgentOutcome, AgentStart
+from .shapes import WORKFLOW_NAME, ActivityOptions, AgentJob, AgentOutcome, AgentStart, ResumeStart
 from .target import TemporalTarget
 
 __all__ = ["TemporalEngine"]
@@ -57,9 +58,8 @@ class TemporalEngine:
             raise UserError("on the Temporal engine a model is named by a string (the workers resolve it), "
                             f"not passed as an object; got {type(model).__name__}")
         run_id = str(uuid.uuid4())
-        start = AgentStart(run_id, agent, prompt, label, model, asdict(limits) if limits else {}, self.options)
-        if background and "background" in AgentStart.__dataclass_fields__:  # workers that record it
-            start.background = True  # type: ignore[attr-defined,unused-ignore]
+        start = AgentStart(run_id, agent, prompt, label, model, asdict(limits) if limits else {}, self.options,
+                           background=background)
         await self.client.start_workflow(WORKFLOW_NAME, AgentJob(start=start), id=run_id,
                                          task_queue=self.target.task_queue)
         return run_id
@@ -98,15 +98,12 @@ class TemporalEngine:
     async def resume(self, run_id: str, message: str, *, limits: Limits | None = None) -> None:
         """Reopen the finished run ``run_id`` with its conversation and ``message`` (a new workflow execution
         with the same id); its result comes from :meth:`result`."""
-        from . import shapes
-
-        resume_start = getattr(shapes, "ResumeStart", None)
-        if resume_start is None or "resume" not in AgentJob.__dataclass_fields__:
-            raise UserError("resuming a finished run is not supported on the Temporal engine yet; "
-                            "start a new run with the context it needs")
-        job = AgentJob(resume=resume_start(run_id, message, asdict(limits) if limits else {},  # type: ignore[call-arg,unused-ignore]
-                                           self.options))
-        await self.client.start_workflow(WORKFLOW_NAME, job, id=run_id, task_queue=self.target.task_queue)
+        job = AgentJob(resume=ResumeStart(run_id, message, asdict(limits) if limits else {}, self.options))
+        try:
+            await self.client.start_workflow(WORKFLOW_NAME, job, id=run_id, task_queue=self.target.task_queue)
+        except WorkflowAlreadyStartedError:
+            raise SpawnError(f"agent run {run_id} is still running; use send_input to give it more instructions, "
+                             "or wait for it") from None
 
     async def status(self, run_id: str) -> str:
         """``running`` / ``completed`` / ``errored`` / ``shutdown``, or ``not_found``."""
