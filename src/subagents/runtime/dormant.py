@@ -50,10 +50,11 @@ class DormantParts(ManagerParts, Protocol):
 class CoreReviver:
     """Builds the cores of one manager's nodes (held weakly: nodes never keep their manager alive)."""
 
-    __slots__ = ("_mgr",)
+    __slots__ = ("_mgr", "last")
 
     def __init__(self, mgr: DormantParts) -> None:
         self._mgr = weakref.ref(mgr)
+        self.last: Recipe | None = None  # the last released core's recipe: siblings share an equal one
 
     def __call__(self, node: AgentNode) -> AgentCore:
         mgr = self._mgr()
@@ -101,6 +102,10 @@ def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
     if (core is None or node.parent_id is None or mgr.teams is not None or node.worktree is not None
             or core.output is not None or core.inbox or core.ctx.state or core.ctx.todos):
         return
-    ctx = core.ctx
-    node.release(mgr.reviver, Recipe(core.model, core.system, core.system_prefix, core.registry,
-                                     workspace=ctx.workspace, sandbox=ctx.sandbox))
+    ctx, reviver = core.ctx, mgr.reviver
+    r = reviver.last
+    if (r is None or r.model is not core.model or r.system is not core.system or r.registry is not core.registry
+            or r.workspace is not ctx.workspace or r.sandbox is not ctx.sandbox or r.prefix != core.system_prefix):
+        r = reviver.last = Recipe(core.model, core.system, core.system_prefix, core.registry,
+                                  workspace=ctx.workspace, sandbox=ctx.sandbox)
+    node.release(reviver, r)

@@ -34,7 +34,8 @@ class Recipe:
 
     ``born`` (a ``time.monotonic()``) is set for a new agent, whose budget's clock started at its spawn;
     ``ctx`` is its tool context (made at spawn), ``history`` its first messages.  A released core's recipe
-    has ``born`` ``None``: its conversation comes back from the store, its context is made anew."""
+    has ``born`` ``None``: its conversation comes back from the store, its context is made anew (siblings
+    share an equal one).  Never changed once made."""
 
     __slots__ = ("born", "budget_parent", "ctx", "history", "model", "prefix", "registry", "sandbox", "system",
                  "workspace")

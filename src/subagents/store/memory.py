@@ -43,6 +43,9 @@ or ``("r", tool_use_id, content, is_error)`` — tuples of plain values, which t
 _SHRINK_FLOOR = 64  # dicts under this many entries at their peak are never rebuilt
 _SWEEP_FIELDS = frozenset({"status", "archive_at", "archived", "cleanup", "ended_at"})
 _FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(RunRecord)))  # a record -> its fields' tuple
+# the dict fields (usage, limits, ...) are kept as tuples of items: the collector keeps tracking a tuple that
+# holds a dict, even an untracked one
+_DICTS = tuple(i for i, f in enumerate(dataclasses.fields(RunRecord)) if f.default_factory is dict)
 _PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed (see _pack)
 _SHRUNK = ("runs", "transcripts", "announcements", "audit", "_swept", "_anns_of")
 
@@ -84,14 +87,14 @@ class MemoryStore:
     def _rec(self, run_id: str) -> RunRecord | None:
         """The record of ``run_id`` (a new object for a final run's: change it, then :meth:`_put` it back)."""
         r = self.runs.get(run_id)
-        return RunRecord(*r) if isinstance(r, tuple) else r
+        return _unpack_rec(r) if isinstance(r, tuple) else r
 
     def _put(self, rec: RunRecord) -> None:
-        self.runs[rec.run_id] = _FIELDS(rec) if rec.status in FINAL_STATUSES else rec
+        self.runs[rec.run_id] = _pack_rec(rec) if rec.status in FINAL_STATUSES else rec
 
     def _all(self) -> list[RunRecord]:
         """Every record, as objects (the final runs' are new)."""
-        return [RunRecord(*r) if isinstance(r, tuple) else r for r in self.runs.values()]
+        return [_unpack_rec(r) if isinstance(r, tuple) else r for r in self.runs.values()]
 
     def _index(self, rec: RunRecord) -> None:
         """Keep ``rec`` in the sweep order if it is a candidate (final, unarchived) under its current key."""
@@ -277,7 +280,21 @@ class MemoryStore:
 
 def _copy(r: RunRecord | tuple[Any, ...]) -> RunRecord:
     """A new record object with the fields of ``r`` (a record, or a final run's tuple of fields)."""
-    return RunRecord(*r) if isinstance(r, tuple) else dataclasses.replace(r)
+    return _unpack_rec(r) if isinstance(r, tuple) else dataclasses.replace(r)
+
+
+def _pack_rec(rec: RunRecord) -> tuple[Any, ...]:
+    values = list(_FIELDS(rec))
+    for i in _DICTS:
+        values[i] = tuple(values[i].items())
+    return tuple(values)
+
+
+def _unpack_rec(packed: tuple[Any, ...]) -> RunRecord:
+    values = list(packed)
+    for i in _DICTS:
+        values[i] = dict(values[i])
+    return RunRecord(*values)
 
 
 
@@ -289,7 +306,7 @@ def _pack_block(b: Block) -> tuple[Any, ...]:
     if type(b) is TextBlock:
         return ("t", b.text)
     if type(b) is ToolUseBlock:
-        return ("u", b.id, b.name, b.arguments)
+        return ("u", b.id, b.name, tuple(b.arguments.items()))
     assert type(b) is ToolResultBlock
     return ("r", b.tool_use_id, b.content, b.is_error)
 
