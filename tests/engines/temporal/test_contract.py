@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from subagents import Limits, Runtime
 from subagents.engines.temporal import TemporalTarget
+from subagents.engines.temporal.client import TemporalEngine
 from subagents.engines.temporal.worker import build_worker
 from subagents.exceptions import SpawnError
 from subagents.messages import TextBlock
@@ -204,3 +205,9 @@ async def test_events_tell_the_tree(rt: Runtime) -> None:
     spawned = next(e for e in seen if e.kind == "subagent_spawned" and e.parent_id == result.id)
     assert spawned.depth == 1
     assert spawned.nickname
+
+
+async def test_a_signal_to_no_running_agent_is_a_clear_error(temporal_env: WorkflowEnvironment) -> None:
+    engine = TemporalEngine(temporal_env.client, TemporalTarget(task_queue="nobody"))
+    with pytest.raises(SpawnError, match="is not running on the Temporal engine"):
+        await engine.send_input(str(uuid.uuid4()), "hello")  # the store may lag: the server has the last word

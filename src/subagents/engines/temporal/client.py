@@ -86,7 +86,11 @@ class TemporalEngine:
 
     async def send_input(self, run_id: str, message: str) -> None:
         """Deliver ``message`` to a running agent at its next tool boundary (a signal)."""
-        await self.client.get_workflow_handle(run_id).signal("send_input", message)
+        try:
+            await self.client.get_workflow_handle(run_id).signal("send_input", message)
+        except RPCError as e:  # ended (or never existed): the server refuses the signal
+            raise SpawnError(f"agent run {run_id} is not running on the Temporal engine ({e.message}); "
+                             "resume it to give it more work") from None
 
     async def close(self, run_id: str) -> RunResult:
         """Close a run and its descendants (cancellation); returns its partial result (its result when it
