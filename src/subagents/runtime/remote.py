@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import inspect
 import time
@@ -71,6 +72,7 @@ class RemoteAgents:
         self.store, self.bus, self.executor = store, bus, executor
         self.default_limits = default_limits
         self.roots: dict[str, str] = {}  # root run id -> agent type, for the runs this runtime started
+        self.reopened: dict[str, float | None] = {}  # resumed run -> its earlier end, until a worker records more
         self.watch = StoreWatch(store, bus)
         self._engine: TemporalEngine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -154,13 +156,20 @@ class RemoteAgents:
         """The record of ``ref`` (a run id, or the nickname of an agent of a tree this runtime started)."""
         self.store.flush()
         rec = self.store.get_run(ref)
-        if rec is not None:
+        if rec is None:
+            rec = next((r for root in reversed(list(self.roots))
+                        for r in self.store.list_runs(root_id=root, include_archived=True) if r.nickname == ref), None)
+        return None if rec is None else self._current(rec)
+
+    def _current(self, rec: RunRecord) -> RunRecord:
+        """``rec``, or ``pending_init`` for a run resumed here that no worker has taken yet (the store still has
+        its earlier end)."""
+        if rec.run_id not in self.reopened:
             return rec
-        for root in reversed(list(self.roots)):
-            for r in self.store.list_runs(root_id=root, include_archived=True):
-                if r.nickname == ref:
-                    return r
-        return None
+        if rec.is_final and rec.ended_at == self.reopened[rec.run_id]:
+            return dataclasses.replace(rec, status=str(Status.PENDING_INIT))
+        del self.reopened[rec.run_id]
+        return rec
 
     def _require(self, ref: str) -> str:
         if ref in self.roots:
@@ -224,6 +233,7 @@ class RemoteAgents:
             raise SpawnError(f"agent {who}; use send_input to give it more instructions, or wait for it")
         engine = await self.engine()
         await engine.resume(run_id, message, limits=limits)
+        self.reopened[run_id] = rec.ended_at
         self.roots.setdefault(rec.root_id or run_id, rec.agent_type)
         self.watch.watch(rec.root_id or run_id, reopened=run_id)
         return AgentHandle(run_id, rec.nickname, rec.agent_type)
@@ -243,7 +253,7 @@ class RemoteAgents:
         self.store.flush()
         out: list[AgentSummary] = []
         for root, agent in self.roots.items():
-            recs = sorted(self.store.list_runs(root_id=root, include_archived=True),
+            recs = sorted((self._current(r) for r in self.store.list_runs(root_id=root, include_archived=True)),
                           key=lambda r: (r.depth, r.created_at))
             if not any(r.run_id == root for r in recs):  # not recorded yet by a worker
                 out.append(AgentSummary(root, "", agent, Status.PENDING_INIT, 0, None, ""))

@@ -170,6 +170,8 @@ async def test_resume_a_finished_run(rt: Runtime) -> None:
     first = await rt.run("delegate", limits=LIMITS)
     handle = await rt.resume(first.id, "and now?")
     assert (handle.id, handle.nickname) == (first.id, first.nickname)
+    assert rt.status(first.id) in (Status.PENDING_INIT, Status.RUNNING)  # at once, not its earlier end
+    assert rt.result(first.id) is None
     result = (await rt.wait([first.id], timeout=30))[first.id]
     assert (result.status, result.text) == ("completed", "resumed: and now?")
     assert rt.status(first.id) is Status.COMPLETED
