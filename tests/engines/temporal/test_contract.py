@@ -130,6 +130,14 @@ async def test_spawn_in_the_background_then_wait(rt: Runtime) -> None:
     assert sorted(a.status for a in kids) == [Status.COMPLETED, Status.COMPLETED]
 
 
+async def test_wait_without_ids_waits_for_every_unfinished_agent(rt: Runtime) -> None:
+    first, second = await rt.spawn("delegate", limits=LIMITS), await rt.spawn("fan", limits=LIMITS)
+    results = await rt.wait(timeout=30)
+    assert {first.id, second.id} <= set(results)
+    assert results[first.id].text == "root got: done kid"
+    assert all(a.status.is_final() for a in rt.agents())
+
+
 async def test_send_input_reaches_a_running_agent(rt: Runtime) -> None:
     handle = await rt.spawn("listen", limits=LIMITS)
     assert rt.result(handle.id) is None  # still running
