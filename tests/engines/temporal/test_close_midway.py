@@ -27,7 +27,13 @@ pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 
 def _script(req: ModelRequest) -> ModelResponse:
-    """``slow model``: the model call takes 2 s; ``slow tool``: the tool call takes 2 s."""
+    """``slow model``: the model call takes 2 s; ``slow tool``: the tool call takes 2 s; ``hold``: spawns a
+    background child that naps forever, then naps forever too."""
+    if req.agent.depth > 0 or (req.messages[0].text == "hold" and len(req.messages) > 1):
+        return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": 0.05})])
+    if req.messages[0].text == "hold":
+        return ModelResponse(tool_calls=[ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": "forever",
+                                                                  "background": True})])
     if req.messages[0].text == "slow model":
         time.sleep(2)
         return ModelResponse(text="too late")
@@ -70,3 +76,27 @@ async def test_closing_during_an_activity_ends_the_run_as_closed(engine: tuple[T
         assert (rec.status, rec.outcome) == ("shutdown", "cancelled")
     finally:
         store.close()
+
+
+async def test_closing_right_after_a_child_is_recorded_ends_the_child_too(engine: tuple[TemporalEngine, str]) -> None:
+    eng, store_url = engine
+    for _ in range(3):  # the close lands between the child's record and its workflow's start, or just after
+        run_id = await eng.start("hold", limits=Limits(max_turns=1000))
+        store = open_store(store_url, Path("."))
+        try:
+            for _ in range(400):
+                if store.child_ids(run_id):
+                    break
+                await asyncio.sleep(0.01)
+            result = await eng.close(run_id)
+            assert (result.status, result.outcome) == ("shutdown", "cancelled")
+            (child_id,) = store.child_ids(run_id)
+            for _ in range(200):
+                child = store.get_run(child_id)
+                if child is not None and child.is_final:
+                    break
+                await asyncio.sleep(0.05)
+            assert child is not None
+            assert (child.status, child.outcome) == ("shutdown", "cancelled")
+        finally:
+            store.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any
 
 from temporalio import activity
@@ -127,6 +128,15 @@ class AgentActivities:
             parent_id=parent.run_id if parent is not None else None, background=background, label=label,
             notes=list(grant.notes), runs=runs, **({"options": options} if options is not None else {}))
 
+    def _system(self, p: Prepared) -> str:
+        """The run's system prompt, recomputed from its fence (runs travel without it: a fan-out's
+        workflow task would otherwise carry it once per child)."""
+        grant = self.grant(p.fence)
+        cfg = self.mgr.cfg
+        return self.mgr.factory.system_prompt(cfg.base_prompt, self._definition(p.agent_type),
+                                              is_child=p.parent_id is not None, mode=grant.mode,
+                                              briefing=cfg.briefing, notes=tuple(grant.notes))
+
     def _record(self, p: Prepared, model_name: str) -> None:
         self.rt.store.create_run(RunRecord(
             run_id=p.run_id, agent_id=p.run_id, nickname=p.nickname, agent_type=p.agent_type, task=p.prompt,
@@ -156,7 +166,7 @@ class AgentActivities:
             self._record(p, self._model_name(p))
         self.rt.store.update_run(p.run_id, {"status": "running", "started_at": time.time()})
         self.rt.store.flush()
-        return p
+        return replace(p, system="")
 
     @activity.defn(name="subagents.plan_spawn")
     async def plan_spawn(self, plan: SpawnPlan) -> SpawnReply:
@@ -186,7 +196,7 @@ class AgentActivities:
         self._record(child, self._model_name(child))
         self.rt.store.update_run(child.run_id, {"status": "running", "started_at": time.time()})
         self.rt.store.flush()  # durable before Temporal records the activity as done
-        return SpawnReply(child=child)
+        return SpawnReply(child=replace(child, system=""))
 
     def _fence_of(self, rec: RunRecord) -> Fence:
         """The fence a recorded run had: a child's is its parent's mode and grantable tools (recomputed)."""
@@ -228,7 +238,7 @@ class AgentActivities:
         store.update_run(rec.run_id, {"status": "running", "started_at": time.time(), "runs": p.runs})
         store.flush()
         messages = [message_to_dict(m) for m in store.transcript(rec.run_id)]
-        return Resumed(p, messages, prompt, [a.id for a in waiting])
+        return Resumed(replace(p, system=""), messages, prompt, [a.id for a in waiting])
 
     def _model(self, p: Prepared) -> Model:
         return self.mgr.factory.model_for(self._definition(p.agent_type), None, p.model)
@@ -246,7 +256,8 @@ class AgentActivities:
             store.append_messages(p.run_id, call.record_from, msgs[call.record_from:], call.delivered, time.time())
         model = self._model(p)
         info = AgentInfo(p.run_id, p.nickname, p.agent_type, p.depth, p.parent_id)
-        req = ModelRequest(info, p.system, msgs, self.grant(p.fence).registry.specs(), None, p.system_prefix)
+        specs = self.grant(p.fence).registry.specs()
+        req = ModelRequest(info, p.system or self._system(p), msgs, specs, None, p.system_prefix)
         try:
             r = await model.request(req)
         except ModelError as e:

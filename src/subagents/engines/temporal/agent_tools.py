@@ -136,17 +136,32 @@ class AgentTools:
         raise _ToolError(f"no sub-agent of yours has the id or nickname {ref!r}; yours: {known}")
 
     async def spawn(self, args: dict[str, Any]) -> tuple[str, bool]:
-        reply = await workflow.execute_activity("subagents.plan_spawn", SpawnPlan(self.run, args),
-                                                result_type=SpawnReply, **self.wf.opts("store"))
+        # Shielded: a run closed between recording the child and starting its workflow still starts it, so
+        # that the closing (cancel_children) ends it as closed instead of leaving its record running.
+        closing = False
+        plan = asyncio.ensure_future(workflow.execute_activity(
+            "subagents.plan_spawn", SpawnPlan(self.run, args), result_type=SpawnReply, **self.wf.opts("store")))
+        try:
+            reply = await asyncio.shield(plan)
+        except asyncio.CancelledError:
+            reply, closing = await plan, True
         if reply.child is None:
+            if closing:
+                raise asyncio.CancelledError()
             return reply.error or "the sub-agent could not be spawned", True
         child = reply.child
-        handle = await workflow.start_child_workflow(
+        start = asyncio.ensure_future(workflow.start_child_workflow(
             WORKFLOW_NAME, AgentJob(prepared=child), id=child.run_id, result_type=AgentOutcome,
             parent_close_policy=(workflow.ParentClosePolicy.ABANDON if child.background
-                                 else workflow.ParentClosePolicy.REQUEST_CANCEL))
+                                 else workflow.ParentClosePolicy.REQUEST_CANCEL)))
+        try:
+            handle = await asyncio.shield(start)
+        except asyncio.CancelledError:
+            handle, closing = await start, True
         c = self.children[child.run_id] = _Child(
             ChildState(child.run_id, child.nickname, child.agent_type, child.background), handle)
+        if closing:
+            raise asyncio.CancelledError()
         if child.background:
             out: dict[str, Any] = {"agent_id": child.run_id, "nickname": child.nickname, "status": "running",
                                    "permission_mode": child.mode, "note": _NOTE}

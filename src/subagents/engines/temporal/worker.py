@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import PollerBehaviorAutoscaling, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ...models.base import Model
@@ -34,6 +34,9 @@ def build_worker(client: Client, rt: Runtime, task_queue: str, *, max_concurrent
         activities=AgentActivities(rt, f"temporal:{task_queue}").activities(),
         workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
         max_concurrent_activities=max_concurrent,
+        # a fan-out is hundreds of short workflow and activity tasks: poll for them as fast as they come
+        workflow_task_poller_behavior=PollerBehaviorAutoscaling(),
+        activity_task_poller_behavior=PollerBehaviorAutoscaling(),
         # a worker that died leaves its cached workflows: another one picks them up after this delay
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
     )
