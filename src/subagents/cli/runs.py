@@ -270,14 +270,16 @@ def cancel(ctx: click.Context, run_ref: str) -> int:
         rec = resolve_run(store, run_ref)
         if rec.is_final:
             raise UserError(f"run {rec.nickname} ({rec.run_id}) has already ended ({rec.status}); nothing to cancel")
-        done = cancel_stored(store, rec)
-        if done.requested:
-            click.echo(f"Cancel requested: the process that runs {rec.nickname} ({_pid(rec)}) stops it within "
-                       "a few seconds; 'subagents runs wait' shows when it has.")
-        else:
-            click.echo(f"Cancelled {_n(len(done.cancelled), 'run')}: no live process owned {rec.nickname}, so the "
-                       "store was updated directly.")
-        return 0
+        if not rec.owner.startswith("temporal:"):  # a run of the Temporal engine is closed through the engine
+            done = cancel_stored(store, rec)
+            if done.requested:
+                click.echo(f"Cancel requested: the process that runs {rec.nickname} ({_pid(rec)}) stops it within "
+                           "a few seconds; 'subagents runs wait' shows when it has.")
+            else:
+                click.echo(f"Cancelled {_n(len(done.cancelled), 'run')}: no live process owned {rec.nickname}, so "
+                           "the store was updated directly.")
+            return 0
+    return _on_engine(ctx, rec)
 
 
 def _pid(rec: RunRecord) -> str:
@@ -295,16 +297,44 @@ def resume(ctx: click.Context, run_ref: str, message: str, model_name: str | Non
     """Give a finished run more work (MESSAGE), keeping its whole conversation."""
     from ..runtime.steering import request_resume
 
+    engine = False
     with _open(ctx) as store:
         rec = resolve_run(store, run_ref)
         if not rec.is_final:
             raise UserError(f"run {rec.nickname} ({rec.run_id}) is still {rec.status}; wait for it to end "
                             "('subagents runs wait') before resuming it")
-        if request_resume(store, rec, message):
+        if rec.owner.startswith("temporal:"):
+            engine = True
+        elif request_resume(store, rec, message):
             click.echo(f"Resume requested: the process that owns {rec.nickname} ({_pid(rec)}) resumes it within "
                        "a few seconds; follow it with 'subagents runs tail'.")
             return 0
-    return _resume_here(ctx, rec, message, model_name)
+    return _on_engine(ctx, rec, message) if engine else _resume_here(ctx, rec, message, model_name)
+
+
+def _on_engine(ctx: click.Context, rec: RunRecord, message: str | None = None) -> int:
+    """A run of the Temporal engine: closed (``message`` None) or resumed through the engine (its workers own it)."""
+    from ..config import load_settings
+    from ..runtime.runtime import Runtime
+
+    cwd = workdir(ctx)
+    settings = load_settings(cwd)
+    if not settings.engine_url:
+        raise UserError(f"run {rec.nickname} ({rec.run_id}) runs on the Temporal engine ({rec.owner}); "
+                        "set [engine] url or SUBAGENTS_ENGINE to its temporal://host:7233?task_queue=... address")
+
+    async def go() -> int:
+        async with Runtime(workdir=cwd, settings=settings, store=store_url(ctx)) as rt:  # no model: the workers'
+            if message is None:
+                r = await rt.close(rec.run_id)
+                click.echo(f"Closed {rec.nickname} and its descendants on the Temporal engine: {r.status}")
+                return 0
+            h = await rt.resume(rec.run_id, message)
+            result = (await rt.wait([h.id]))[h.id]
+            click.echo(result.text)
+            return 0 if result.ok else 1
+
+    return asyncio.run(go())
 
 
 def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: str | None) -> int:
