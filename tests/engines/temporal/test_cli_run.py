@@ -101,7 +101,8 @@ async def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subp
 
 
 @pytest.mark.asyncio(loop_scope="session")
-async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str, project: Path) -> None:
+async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str, project: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     workdir = project
     done = await _cli("run", "--engine", worker_url, "--max-turns", "20", DEMO_PROMPT, cwd=workdir)
     assert done.returncode == 0, done.stderr
@@ -110,9 +111,9 @@ async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str
     assert (workdir / REPORT_PATH).is_file()  # the worker wrote it, with the real tools, in its workdir
     assert "(whole tree: 3 agents)" in done.stderr  # the stats line, from the store
 
-    listed = await _cli("runs", "list", "--all", "--json", cwd=workdir)
-    assert listed.returncode == 0, listed.stderr
-    runs = json.loads(listed.stdout)
+    capsys.readouterr()
+    assert main(["runs", "list", "--all", "--json", "--cwd", str(workdir)]) == 0  # in this process: no loop needed
+    runs = json.loads(capsys.readouterr().out)
     root = max((r for r in runs if r["depth"] == 0), key=lambda r: r["created_at"])  # this test's run
     kids = [r for r in runs if r["parent_id"] == root["run_id"]]
     assert sorted(k["label"] for k in kids) == ["survey docs", "survey src"]
