@@ -126,6 +126,11 @@ async def test_run_with_an_engine_runs_the_demo_tree_on_a_worker(worker_url: str
     for k in kids:
         assert k["nickname"] in tree.stdout
     assert done.stdout.strip() == root["result_text"].strip()  # the answer printed is the recorded one
+    capsys.readouterr()
+    assert main(["runs", "show", kids[0]["run_id"], "--cwd", str(workdir)]) == 0
+    shown = capsys.readouterr().out
+    assert kids[0]["nickname"] in shown
+    assert "survey" in shown
 
 
 @pytest.mark.asyncio(loop_scope="session")
