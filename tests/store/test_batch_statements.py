@@ -23,18 +23,20 @@ def _rec(run_id: str, parent: str | None = None) -> RunRecord:
 
 
 def _executions(monkeypatch: Any) -> list[str]:
-    """Every statement execution of the writer's transactions (executemany counts once per row)."""
+    """Every statement execution the writer asks SQLite for, one per trip out of the interpreter
+    (``executemany`` counts once per row; what triggers do inside SQLite is not a trip)."""
     seen: list[str] = []
     real = _writer.Writer._commit
 
-    def traced(self: _writer.Writer, calls: list[Any]) -> None:
-        self.conn.set_trace_callback(seen.append)
-        try:
-            real(self, calls)
-        finally:
-            self.conn.set_trace_callback(None)
+    def counted(self: _writer.Writer, calls: list[Any]) -> None:
+        if calls:
+            seen.append("BEGIN")
+            for sql, params, many in calls:
+                seen.extend([sql] * (len(params) if many else 1))
+            seen.append("COMMIT")
+        real(self, calls)
 
-    monkeypatch.setattr(_writer.Writer, "_commit", traced)
+    monkeypatch.setattr(_writer.Writer, "_commit", counted)
     return seen
 
 
