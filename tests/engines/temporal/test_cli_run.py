@@ -200,3 +200,41 @@ def test_run_sync_goes_to_the_workers_in_each_of_its_event_loops(worker_url: str
         assert rt.status(second.id) == "completed"
     finally:
         asyncio.run(rt.aclose())
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_runs_cancel_closes_a_run_of_the_engine_through_the_engine(temporal_env: WorkflowEnvironment,
+                                                                         workdir: Path, tmp_path: Path) -> None:
+    with _worker(temporal_env, workdir, tmp_path / "worker.log", "--model", "engines.temporal.scripts:model",
+                 "--tool", "engines.temporal.scripts:nap") as url:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "subagents.cli.main", "run", "--engine", url, "listen", cwd=workdir,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        store = open_store(None, workdir)
+        try:
+            deadline = time.monotonic() + 30
+            while not any(r.status == "running" for r in store.list_runs()):
+                assert time.monotonic() < deadline, "the run never started on the worker"
+                await asyncio.sleep(0.05)
+            (rec,) = store.list_runs()
+            assert rec.owner.startswith("temporal:")
+            # without the engine's address the CLI cannot reach the workers, and says how to
+            refused = await _cli("runs", "cancel", rec.run_id, cwd=workdir)
+            assert refused.returncode == 2
+            assert "runs on the Temporal engine" in refused.stderr
+            assert "SUBAGENTS_ENGINE" in refused.stderr
+            still = store.get_run(rec.run_id)
+            assert still is not None
+            assert still.status == "running"
+            done = await _cli("runs", "cancel", rec.run_id, cwd=workdir, env={"SUBAGENTS_ENGINE": url})
+            assert done.returncode == 0, done.stderr
+            assert "Closed" in done.stdout
+            assert "on the Temporal engine" in done.stdout
+            await asyncio.wait_for(proc.communicate(), timeout=60)  # the `run` waiting on it ends too
+            now = store.get_run(rec.run_id)
+            assert now is not None
+            assert (now.status, now.outcome) == ("shutdown", "cancelled")
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+            store.close()
