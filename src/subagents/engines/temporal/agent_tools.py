@@ -39,6 +39,7 @@ from .shapes import (
 __all__ = ["AGENT_TOOL_NAMES", "AgentTools"]
 
 AGENT_TOOL_NAMES = frozenset({"spawn_agent", "send_input", "wait", "close_agent", "resume_agent", "list_agents"})
+_STARTING = 25
 _ANNOUNCE_S = 120.0  # how long a closed carried-over child may take to announce its end
 _NOTE = "runs in the background; its result will be announced to you, or collect it with wait"
 
@@ -99,6 +100,10 @@ class AgentTools:
         self.wf = wf
         self.run = run
         self.children: dict[str, _Child] = {c.run_id: _Child(c) for c in carried or ()}
+        # children being recorded and started at once: a workflow task then resolves at most this many
+        # (a fan-out of 1,000 in one turn would otherwise make one task too slow to pass Temporal's
+        # deadlock detector, and its replay too)
+        self.starting = asyncio.Semaphore(_STARTING)
 
     async def call(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
         """Carry out one agent tool call: ``(content, is_error)``."""
@@ -136,8 +141,19 @@ class AgentTools:
         raise _ToolError(f"no sub-agent of yours has the id or nickname {ref!r}; yours: {known}")
 
     async def spawn(self, args: dict[str, Any]) -> tuple[str, bool]:
-        # Shielded: a run closed between recording the child and starting its workflow still starts it, so
-        # that the closing (cancel_children) ends it as closed instead of leaving its record running.
+        async with self.starting:
+            out = await self._start(args)
+        if isinstance(out, tuple):
+            return out
+        assert out.handle is not None
+        await asyncio.wait([out.handle])  # a foreground child: its result is the tool's
+        self.settled(out)
+        return out.s.text, out.s.failed
+
+    async def _start(self, args: dict[str, Any]) -> tuple[str, bool] | _Child:
+        """Record and start a child: the tool's answer (background, or an error), or the foreground child.
+        Shielded: a run closed between recording the child and starting its workflow still starts it, so
+        that the closing (cancel_children) ends it as closed instead of leaving its record running."""
         closing = False
         plan = asyncio.ensure_future(workflow.execute_activity(
             "subagents.plan_spawn", SpawnPlan(self.run, args), result_type=SpawnReply, **self.wf.opts("store")))
@@ -168,9 +184,7 @@ class AgentTools:
             if child.notes:
                 out["narrowed"] = "; ".join(child.notes)
             return json.dumps(out), False
-        await asyncio.wait([handle])
-        self.settled(c)
-        return c.s.text, c.s.failed
+        return c
 
     async def resume(self, args: dict[str, Any]) -> tuple[str, bool]:
         """``resume_agent``: a finished child goes on with its conversation and one more message (a new
