@@ -8,10 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.testing import WorkflowEnvironment
 
 from subagents.engines.temporal import TemporalTarget
@@ -40,6 +44,13 @@ def _worker(url: str, workdir: Path, store_url: str, marks: Path, log: Path) -> 
              "--permission-mode", "yolo"], env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
+async def _pollers(env: WorkflowEnvironment, queue: str) -> int:
+    """How many distinct workers poll ``queue`` for activities."""
+    resp = await env.client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace="default", task_queue=TaskQueue(name=queue), task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))
+    return len({p.identity for p in resp.pollers})
+
+
 async def test_two_worker_processes_share_one_fan_out(temporal_env: WorkflowEnvironment, workdir: Path,
                                                       tmp_path: Path) -> None:
     store_url = f"sqlite:///{tmp_path / 'state.db'}"
@@ -49,6 +60,10 @@ async def test_two_worker_processes_share_one_fan_out(temporal_env: WorkflowEnvi
     log = tmp_path / "workers.log"
     workers = [_worker(target.url, workdir, store_url, m, log) for m in marks]
     try:
+        deadline = time.monotonic() + 60
+        while await _pollers(temporal_env, target.task_queue) < 2:  # both ready, or one could take it all
+            assert time.monotonic() < deadline, "the two workers never both polled the task queue"
+            await asyncio.sleep(0.1)
         result = await asyncio.wait_for(engine.run(f"fanout {N} 0.1", limits=Limits(max_turns=400)), 90)
     finally:
         for p in workers:
