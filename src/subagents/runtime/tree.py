@@ -76,8 +76,9 @@ class AgentTree:
         approval does not count against their timeouts."""
         node = self.nodes.get(agent_id)
         while node is not None:
-            if hold:
-                node.core.hold_clock()
-            else:
-                node.core.release_clock()
+            core = node.core_  # a finished agent that let its loop go has no clock running: not rebuilt for this
+            if core is not None and hold:
+                core.hold_clock()
+            elif core is not None:
+                core.release_clock()
             node = self.nodes.get(node.parent_id) if node.parent_id else None
