@@ -60,11 +60,12 @@ class _Subscription:
 class EventBus:
     """Fan-out of events to subscribers (async iterators) and callbacks, in publish order."""
 
-    __slots__ = ("_callbacks", "_held", "_subs", "active")
+    __slots__ = ("_callbacks", "_held", "_sinks", "_subs", "active")
 
     def __init__(self) -> None:
         self._subs: list[_Subscription] = []
         self._callbacks: list[EventCallback] = []
+        self._sinks: tuple[Callable[[Event], Any], ...] = ()  # the callbacks, then the subscriptions' pushes
         self._held: collections.deque[Event | Gate] = collections.deque()
         self.active = False
 
@@ -79,6 +80,15 @@ class EventBus:
         g = Gate(self, asyncio.get_running_loop())
         self._held.append(g)
         return g
+
+    def hold(self, g: Gate) -> None:
+        """Queue ``g`` (made but not queued yet) at this point of the stream, unless it was opened already.
+
+        What the recorder does after the store said it will call ``g`` on commit: a store that commits
+        at once never gets a gate queued (no object in the stream, nothing to open).
+        """
+        if not g.is_open:
+            self._held.append(g)
 
     def open(self, g: Gate) -> None:
         g.is_open = True
@@ -100,7 +110,8 @@ class EventBus:
                 self._deliver(x)  # type: ignore[arg-type]
 
     def _refresh(self) -> None:
-        self.active = bool(self._subs or self._callbacks)
+        self._sinks = (*self._callbacks, *(s.push for s in self._subs))
+        self.active = bool(self._sinks)
 
     def on(self, callback: EventCallback) -> Callable[[], None]:
         """Call ``callback(event)`` for every event (sync; exceptions propagate to the publisher)."""
@@ -115,16 +126,16 @@ class EventBus:
         return off
 
     def publish(self, ev: Event) -> None:
+        """Deliver ``ev`` to every callback and subscription now, or behind the gates still closed."""
         if self._held:
             self._held.append(ev)
             return
-        self._deliver(ev)
+        for f in self._sinks:
+            f(ev)
 
     def _deliver(self, ev: Event) -> None:
-        for cb in self._callbacks:
-            cb(ev)
-        for s in self._subs:
-            s.push(ev)
+        for f in self._sinks:
+            f(ev)
 
     def close(self) -> None:
         """End every subscription (their iterators stop after draining); held events are delivered first."""
@@ -190,7 +201,11 @@ class _Stream:
 
 
 class Gate:
-    """A point in the event stream that holds later events until it is opened (see :meth:`EventBus.gate`)."""
+    """A point in the event stream that holds later events until it is opened (see :meth:`EventBus.gate`).
+
+    Calling it opens it: at once on its own event loop (where the SQLite store calls a batch's commit
+    callbacks, together), else by a hand-over to that loop (from any other thread).
+    """
 
     __slots__ = ("bus", "is_open", "loop")
 
@@ -202,3 +217,13 @@ class Gate:
     def open_threadsafe(self) -> None:
         """Open the gate from any thread (the store's writer calls this after its commit)."""
         self.loop.call_soon_threadsafe(self.bus.open, self)
+
+    def __call__(self) -> None:
+        try:
+            here = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            here = False
+        if here:
+            self.bus.open(self)
+        else:
+            self.open_threadsafe()

@@ -71,11 +71,15 @@ class Recorder:
         return agent_id in self._acks
 
     def commit_point(self) -> None:
-        """Hold later events until what the store was given so far is committed (only when someone listens)."""
+        """Hold later events until what the store was given so far is committed (only when someone listens).
+
+        The gate is queued only if the store will call it on commit: with a store that writes at once (the
+        memory store) a commit point costs one small object, no queueing, no scheduling.
+        """
         if self.bus.active:
-            gate = self.bus.gate()
-            if not self.store.on_commit(_GateOpener(self.bus, gate)):
-                self.bus.open(gate)
+            gate = Gate(self.bus, asyncio.get_running_loop())
+            if self.store.on_commit(gate):
+                self.bus.hold(gate)
 
     def set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
         node.status = status
@@ -112,27 +116,7 @@ class Recorder:
     def emit(self, node: AgentNode, kind: str, **data: Any) -> None:
         if self.bus.active:
             i = node.info
-            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, nickname=i.nickname))
-
-
-class _GateOpener:
-    """Opens a gate once the store committed: at once when called on the gate's own event loop (the SQLite store
-    calls there, a batch's callbacks together), else by a hand-over to that loop (any other thread)."""
-
-    __slots__ = ("bus", "gate")
-
-    def __init__(self, bus: EventBus, gate: Gate) -> None:
-        self.bus, self.gate = bus, gate
-
-    def __call__(self) -> None:
-        try:
-            here = asyncio.get_running_loop() is self.gate.loop
-        except RuntimeError:
-            here = False
-        if here:
-            self.bus.open(self.gate)
-        else:
-            self.gate.open_threadsafe()
+            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, time.time(), i.nickname))
 
 
 class _MessageSink:

@@ -146,7 +146,7 @@ def build_authority(s: Settings, *, approver: Approver | None, hooks: Any, mgr: 
 
     def emit(info: AgentInfo, kind: str, data: dict[str, Any]) -> None:
         if bus.active:
-            bus.publish(Event(kind, info.id, info.parent_id, info.depth, data, nickname=info.nickname))
+            bus.publish(Event(kind, info.id, info.parent_id, info.depth, data, time.time(), info.nickname))
 
     def audit(run_id: str, kind: str, data: dict[str, Any]) -> None:
         store.add_audit(run_id, kind, data, time.time())
