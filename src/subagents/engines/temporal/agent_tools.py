@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from temporalio import workflow
@@ -91,6 +91,8 @@ class Host(Protocol):
 
     def announced(self, child_id: str) -> Announcement | None: ...
 
+    def carve(self) -> dict[str, Any] | str: ...
+
 
 class AgentTools:
     """The agent tools of one agent workflow (``wf``: the workflow, for its inbox and activity options);
@@ -155,8 +157,12 @@ class AgentTools:
         Shielded: a run closed between recording the child and starting its workflow still starts it, so
         that the closing (cancel_children) ends it as closed instead of leaving its record running."""
         closing = False
+        left = self.wf.carve()  # the child's limits are capped by what this tree has left now
+        if isinstance(left, str):
+            return left, True
         plan = asyncio.ensure_future(workflow.execute_activity(
-            "subagents.plan_spawn", SpawnPlan(self.run, args), result_type=SpawnReply, **self.wf.opts("store")))
+            "subagents.plan_spawn", SpawnPlan(replace(self.run, limits=left), args), result_type=SpawnReply,
+            **self.wf.opts("store")))
         try:
             reply = await asyncio.shield(plan)
         except asyncio.CancelledError:

@@ -37,6 +37,8 @@ from temporalio.exceptions import CancelledError as ActivityCancelled
 
 with workflow.unsafe.imports_passed_through():
     from .agent_tools import AGENT_TOOL_NAMES, AgentTools
+    from .approvals import Approvals
+    from .limits import TreeBudget
     from .shapes import (
         WORKFLOW_NAME,
         AgentJob,
@@ -49,8 +51,6 @@ with workflow.unsafe.imports_passed_through():
         Prepared,
         Resumed,
         ResumeStart,
-        ToolRun,
-        ToolRunReply,
         WorkflowFinish,
     )
 
@@ -109,6 +109,9 @@ class AgentWorkflow:
         self.started = 0.0
         self.continued = 0
         self.turns_here = 0  # turns in this history
+        self.approvals = Approvals(self)  # calls waiting for a person: the ``decide`` update, ``approvals`` query
+        self.budget = TreeBudget()  # the tree's spend against the limits (engines/temporal/limits.py)
+        self.carried_limits: dict[str, Any] = {}
 
     # -- signals and queries ------------------------------------------------------------------------
     @workflow.signal(name="send_input")
@@ -124,6 +127,28 @@ class AgentWorkflow:
             return
         self.inbox.seen.add(ann.key)
         self.inbox.items.append((ann.key, ann.text))
+
+    @workflow.signal(name="spent")
+    def spent(self, spent: dict[str, Any]) -> None:
+        """A descendant's model call (``{"tokens", "cost"}``), charged to this run's tree budget."""
+        self.budget.charge(spent)
+        self._tell_children()
+
+    @workflow.signal(name="budget_out")
+    def budget_out(self, out: dict[str, Any]) -> None:
+        """An ancestor's budget is spent: this run stops before its next model call (its children too)."""
+        self.budget.spent_above(out)
+        self._tell_children()
+
+    def _tell_children(self) -> None:
+        if self.budget.out_sent or not (self.budget.bounded or self.budget.above):
+            return
+        running = [c.s.run_id for c in self.tools.children.values() if not c.s.ended] if self.tools else []
+        self.budget.tell_children(self.usage, self.cost, running)
+
+    def carve(self) -> dict[str, Any] | str:
+        """The limits a child is carved from (what this tree has left), or why no child can be spawned."""
+        return self.budget.left(self.usage, self.cost, workflow.now().timestamp() - self.started)
 
     @workflow.query(name="status")
     def get_status(self) -> str:
@@ -172,6 +197,7 @@ class AgentWorkflow:
         self.started = workflow.now().timestamp()
         p, cancelled = await self._begin(job)
         self.run_info = p
+        self.budget.bind(p.limits, p.parent_id, self.carried_limits)
         if self.tools is None:
             self.tools = AgentTools(self, p)
         if not self.messages:
@@ -186,6 +212,7 @@ class AgentWorkflow:
                 decision = closed
                 await self.tools.cancel_children()
         result = self._result(p, decision, workflow.now().timestamp() - self.started)
+        await self.budget.flush()
         fin = WorkflowFinish(p, result, self.messages[self.recorded:], self.recorded, self.acks)
         out: AgentOutcome = await workflow.execute_activity("subagents.finish", fin, result_type=AgentOutcome,
                                                             **self.opts("store"))
@@ -206,6 +233,7 @@ class AgentWorkflow:
         self.turns, self.tool_calls, self.usage = c.turns, c.tool_calls, c.usage
         self.cost, self.cost_known, self.last_text = c.cost, c.cost_known, c.last_text
         self.started, self.continued = c.started, c.continued
+        self.carried_limits = getattr(c, "limits_state", None) or {}
         self.tools = AgentTools(self, c.run, c.children)
         return c.run
 
@@ -271,6 +299,9 @@ class AgentWorkflow:
         while True:
             if lim.get("max_turns") is not None and self.turns + 1 > lim["max_turns"]:
                 return _Stop("limit", "max_turns", f"Exceeded max_turns={lim['max_turns']} (turns={self.turns + 1})")
+            spent = self.budget.exhausted(self.usage, self.cost)
+            if spent is not None:  # a sibling or a child spent the shared budget: no call that cannot be paid for
+                return _Stop("limit", spent[0], spent[1])
             self._continue_if_long(p)
             self.turns += 1
             self.turns_here += 1
@@ -307,13 +338,10 @@ class AgentWorkflow:
             self.cost_known, self.cost = False, None
         elif self.cost_known and reply.cost_usd is not None:
             self.cost = (self.cost or 0.0) + reply.cost_usd
-        tokens = self.usage["input_tokens"] + self.usage["output_tokens"]
-        if lim.get("max_tokens") is not None and tokens > lim["max_tokens"]:
-            return _Stop("limit", "max_tokens", f"Exceeded max_tokens={lim['max_tokens']} (tokens={tokens})")
-        cap = lim.get("max_cost_usd")
-        if cap is not None and self.cost is not None and self.cost > cap:
-            return _Stop("limit", "max_cost_usd", f"Exceeded max_cost_usd={cap} (cost={round(self.cost, 6)})")
-        return None
+        self.budget.report(reply.usage, reply.cost_usd)  # charged to the ancestors too
+        over = self.budget.check(self.usage, self.cost)
+        self._tell_children()
+        return None if over is None else _Stop("limit", over[0], over[1])
 
     async def _run_tools(self, p: Prepared, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -335,8 +363,7 @@ class AgentWorkflow:
             content, is_error = await self.tools.call(name, args)
         else:
             try:
-                r = await workflow.execute_activity("subagents.call_tool", ToolRun(p, call["id"], name, args),
-                                                    result_type=ToolRunReply, **self.opts("tool"))
+                r = await self.approvals.call_tool(p, call["id"], name, args)
                 content, is_error = r.content, r.is_error
             except ActivityError as e:
                 _reraise_cancel(e)
