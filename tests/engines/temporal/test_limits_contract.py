@@ -30,8 +30,9 @@ def _usage(tokens: int) -> Usage:
 
 
 def _script(req: ModelRequest) -> ModelResponse:
-    """Roots: ``carve`` spends 60 then a foreground child; ``exhaust`` spends all 100 and spawns in the same reply;
-    ``share`` spends 10 and spawns two background children, then 10 and waits.  Children spend 30 per call and nap forever."""
+    """Roots: ``carve`` spends 60 then a foreground child; ``exhaust`` spends all 100 and spawns in the same
+    reply; ``share`` spends 10 and spawns two background children, then 10 and waits.  Children spend 30 per
+    call and nap forever."""
     turns = sum(1 for m in req.messages if m.role == "assistant")
     task = req.messages[0].text
     if req.agent.depth > 0:
