@@ -13,6 +13,7 @@ signature and meaning:
 - ``status``, ``result`` and ``agents`` read the run store the workers write (it must be the same
   store: a shared SQLite file or PostgreSQL); ``rt.events()`` gets the events :class:`StoreWatch`
   reads back from it (see :mod:`.remote_events` for the few it cannot).
+- calls that need a person are asked here, with this runtime's approver (:mod:`.remote_approvals`).
 - ``resume`` restarts a finished run's workflow with its conversation (when the workers support it).
 
 Runs are durable: closing the runtime does not close them (they go on on the workers; a later
@@ -41,11 +42,13 @@ from .events import EventBus
 from .handles import AgentHandle, AgentSummary
 from .limits import Limits
 from .recovery import record_result
+from .remote_approvals import RemoteApprovals
 from .remote_events import StoreWatch
 from .result import RunResult
 from .status import Status
 
 if TYPE_CHECKING:
+    from ..authority.guard import Authority
     from ..engines.temporal.client import TemporalEngine
 
 __all__ = ["ROUTED", "RemoteAgents", "routed", "workers_model"]
@@ -66,7 +69,7 @@ class RemoteAgents:
     """The remote side of one :class:`~subagents.runtime.runtime.Runtime` (see the module docstring)."""
 
     def __init__(self, url: str, *, store: Store, bus: EventBus, executor: Executor, default_limits: Limits,
-                 model: str | None = None) -> None:
+                 model: str | None = None, authority: Authority | None = None) -> None:
         self.url = url
         self.model = model  # the runs' model when a call names none (None: the workers' default)
         self.store, self.bus, self.executor = store, bus, executor
@@ -74,9 +77,13 @@ class RemoteAgents:
         self.roots: dict[str, str] = {}  # root run id -> agent type, for the runs this runtime started
         self.reopened: dict[str, float | None] = {}  # resumed run -> its earlier end, until a worker records more
         self.watch = StoreWatch(store, bus)
+        # the calls of this runtime's trees that need a person: asked with its approver (none: denied)
+        self.approvals = RemoteApprovals(store, bus, authority.broker if authority is not None else None, self.engine,
+                                         executor)
         self._engine: TemporalEngine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watcher: RunHandle[None] | None = None
+        self._approver: RunHandle[None] | None = None
 
     async def engine(self) -> TemporalEngine:
         """The Temporal client (connected on first use, again in a new event loop: ``run_sync``)."""
@@ -84,8 +91,18 @@ class RemoteAgents:
         if self._engine is None or self._loop is not loop:
             from ..engines.temporal.client import TemporalEngine  # lazy: temporalio is the `temporal` extra
 
-            self._engine, self._loop, self._watcher = await TemporalEngine.connect(self.url), loop, None
+            self._engine, self._loop = await TemporalEngine.connect(self.url), loop
+            self._watcher = self._approver = None
         return self._engine
+
+    def _follow(self, root_id: str, reopened: str | None = None) -> None:
+        """Publish the events of the tree under ``root_id`` and answer its approvals (the services run once)."""
+        self.watch.watch(root_id, reopened=reopened)
+        self.approvals.watch(root_id)
+        if self._watcher is None or self._watcher.done():
+            self._watcher = self.executor.start_service("subagents-remote-events", self.watch.run)
+        if self._approver is None or self._approver.done():
+            self._approver = self.executor.start_service("subagents-remote-approvals", self.approvals.run)
 
     # -- starting -----------------------------------------------------------------------------------
     async def _start(self, prompt: str, agent: str, *, limits: Limits | None, model: Model | str | None,
@@ -99,9 +116,7 @@ class RemoteAgents:
         run_id = await engine.start(prompt, agent, limits=self.default_limits.merged(limits), model=model or self.model,
                                     label=label or "", background=background)
         self.roots[run_id] = agent
-        self.watch.watch(run_id)
-        if self._watcher is None or self._watcher.done():
-            self._watcher = self.executor.start_service("subagents-remote-events", self.watch.run)
+        self._follow(run_id)
         return run_id
 
     async def run(self, prompt: str, agent: str = "general-purpose", *, limits: Limits | None = None,
@@ -235,7 +250,7 @@ class RemoteAgents:
         await engine.resume(run_id, message, limits=limits)
         self.reopened[run_id] = rec.ended_at
         self.roots.setdefault(rec.root_id or run_id, rec.agent_type)
-        self.watch.watch(rec.root_id or run_id, reopened=run_id)
+        self._follow(rec.root_id or run_id, reopened=run_id)
         return AgentHandle(run_id, rec.nickname, rec.agent_type)
 
     # -- reading ------------------------------------------------------------------------------------
@@ -284,10 +299,15 @@ class RemoteAgents:
         return None
 
     async def aclose(self) -> None:
-        """Stop reading events (the runs go on on the workers)."""
+        """Stop reading events and answering approvals (the runs go on on the workers; a call waiting for a
+        person waits for another client, or its approval timeout)."""
         if self._watcher is not None:
             watcher, self._watcher = self._watcher, None
             await self.executor.stop_service(watcher)
+        if self._approver is not None:
+            approver, self._approver = self._approver, None
+            await self.executor.stop_service(approver)
+        await self.approvals.aclose()
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -40,10 +40,12 @@ from ...runtime.result import RunResult
 from ...runtime.runtime import Runtime
 from ...store.base import AnnouncementRecord, RunRecord
 from ...tools.base import ToolContext, ToolRegistry
+from .asking import NeedsApproval, added_rules, request_payload, run_authority
 from .shapes import (
     AgentOutcome,
     AgentStart,
     Announcement,
+    ApprovalNote,
     Fence,
     ModelCall,
     ModelReply,
@@ -78,7 +80,8 @@ class AgentActivities:
 
     def activities(self) -> list[Any]:
         """The activity callables to register on a worker."""
-        return [self.prepare, self.plan_spawn, self.prepare_resume, self.call_model, self.call_tool, self.finish]
+        return [self.prepare, self.plan_spawn, self.prepare_resume, self.call_model, self.call_tool, self.finish,
+                self.request_approval]
 
     # -- fences -------------------------------------------------------------------------------------
     def _definition(self, agent_type: str) -> AgentDefinition:
@@ -126,7 +129,9 @@ class AgentActivities:
             model=model, result_max_chars=cfg.result_max_chars,
             root_id=root_id or (parent.root_id if parent is not None else run_id), depth=fence.depth,
             parent_id=parent.run_id if parent is not None else None, background=background, label=label,
-            notes=list(grant.notes), runs=runs, **({"options": options} if options is not None else {}))
+            notes=list(grant.notes), runs=runs, session_rules=list(parent.session_rules) if parent is not None else [],
+            max_threads=cfg.max_threads, when_full=cfg.when_full,
+            **({"options": options} if options is not None else {}))
 
     def _system(self, p: Prepared) -> str:
         """The run's system prompt, recomputed from its fence (runs travel without it: a fan-out's
@@ -287,12 +292,35 @@ class AgentActivities:
                           bash_timeout_s=self.mgr.cfg.bash_timeout_s, sandbox=self.mgr.sandbox,
                           shell_writable=p.mode != "plan")
         block = ToolUseBlock(run.call_id, run.name, run.arguments)
-        auth = self.mgr.authority
-        if auth is None:
+        base = self.mgr.authority
+        if base is None:
             res = await grant.registry.execute(block, ctx)
-        else:
+            return ToolRunReply(res.content, res.is_error)
+        auth = run_authority(base, p, run.decision, lambda: self._chain(p))
+        try:
             res = await auth.guard(info, p.mode, p.root_id).run_call(block, grant.registry, ctx)
-        return ToolRunReply(res.content, res.is_error)
+        except NeedsApproval as e:  # nothing ran: the workflow asks a person, then calls again with the answer
+            return ToolRunReply("", approval=request_payload(e.request, p, run.call_id, root=base.root,
+                                                             timeout_s=base.broker.timeout_s))
+        return ToolRunReply(res.content, res.is_error, rules=added_rules(auth, p))
+
+    def _chain(self, p: Prepared) -> tuple[AgentInfo, ...]:
+        """The agents above ``p``, root first (from the store: only asked for when a call needs a person)."""
+        out: list[AgentInfo] = []
+        parent = p.parent_id
+        while parent is not None and len(out) < 64:
+            rec = self.rt.store.get_run(parent)
+            if rec is None:
+                break
+            out.append(AgentInfo(rec.run_id, rec.nickname, rec.agent_type, rec.depth, rec.parent_id))
+            parent = rec.parent_id
+        return tuple(reversed(out))
+
+    @activity.defn(name="subagents.request_approval")
+    async def request_approval(self, note: ApprovalNote) -> None:
+        """Record an approval request where clients look for it: an audit row on the tree's root run."""
+        self.rt.store.add_audit(note.run.root_id, "approval_requested", note.request, time.time())
+        self.rt.store.flush()
 
     @activity.defn(name="subagents.finish")
     async def finish(self, fin: WorkflowFinish) -> AgentOutcome:

@@ -15,10 +15,18 @@ import uuid
 from dataclasses import asdict
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from ...authority.approvals import Decision
 from ...exceptions import SpawnError, UserError
 from ...limits import Limits
 from ...runtime.result import RunResult
@@ -98,6 +106,33 @@ class TemporalEngine:
         with contextlib.suppress(RPCError):  # it has ended already (or never existed: result() says so)
             await self.client.get_workflow_handle(run_id).cancel()
         return await self.result(run_id)
+
+    async def approvals(self, run_id: str) -> list[dict[str, Any]]:
+        """The calls of run ``run_id`` waiting for a person (``ApprovalRequest.to_dict()`` fields, ``id`` = the
+        call id); ``[]`` when the run has ended or is unknown."""
+        try:
+            pending: list[dict[str, Any]] = await self.client.get_workflow_handle(run_id).query(
+                "approvals", result_type=list)
+        except (RPCError, WorkflowQueryFailedError):
+            return []
+        return pending
+
+    async def decide(self, run_id: str, call_id: str, decision: Decision) -> str:
+        """Answer the approval the call ``call_id`` of run ``run_id`` waits for (an update); returns what was
+        decided (``allowed once`` / ``allowed always`` / ``denied``).  Refused (:class:`UserError`) when that
+        call is not waiting for a decision (unknown, decided already, or its run has ended)."""
+        fields = {"behavior": decision.behavior, "always": decision.always, "rule": decision.rule,
+                  "message": decision.message, "decided_by": decision.decided_by}
+        try:
+            out: str = await self.client.get_workflow_handle(run_id).execute_update(
+                "decide", args=[call_id, fields], result_type=str)
+        except WorkflowUpdateFailedError as e:
+            why = getattr(e.cause, "message", None) or str(e.cause or e)
+            raise UserError(f"agent run {run_id}: the decision was refused: {why}") from None
+        except RPCError as e:
+            raise UserError(f"agent run {run_id} is not running on the Temporal engine ({e.message}); "
+                            "there is nothing to approve") from None
+        return out
 
     async def resume(self, run_id: str, message: str, *, limits: Limits | None = None) -> None:
         """Reopen the finished run ``run_id`` with its conversation and ``message`` (a new workflow execution

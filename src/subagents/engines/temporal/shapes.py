@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ActivityOptions", "AgentJob", "AgentOutcome", "AgentStart", "Announcement", "Carry", "ChildState", "Fence",
-           "InboxItem", "ModelCall", "ModelReply", "Prepared", "ResumeStart", "Resumed", "SpawnPlan", "SpawnReply",
-           "ToolRun", "ToolRunReply", "WorkflowFinish"]
+__all__ = ["ActivityOptions", "AgentJob", "AgentOutcome", "AgentStart", "Announcement", "ApprovalNote", "Carry",
+           "ChildState", "Fence", "InboxItem", "ModelCall", "ModelReply", "Prepared", "ResumeStart", "Resumed",
+           "SpawnPlan", "SpawnReply", "ToolRun", "ToolRunReply", "WorkflowFinish"]
 
 WORKFLOW_NAME = "subagents.Agent"
 """The workflow type every agent run is (its id is the run id)."""
@@ -82,6 +82,9 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     options: ActivityOptions = field(default_factory=ActivityOptions)
     runs: int = 1  # which start of the agent this is (a resume adds one): announcement keys are "<run_id>:<runs>"
+    session_rules: list[str] = field(default_factory=list)  # "allow always" answers: this run's and its parents'
+    max_threads: int = 0  # the worker's [agents] max_threads (0: not enforced); enforced per tree by the root workflow
+    when_full: str = "refuse"  # the worker's [agents] when_full
 
 
 @dataclass
@@ -149,6 +152,7 @@ class Carry:
     children: list[ChildState]
     started: float  # when the run began (epoch seconds, workflow time): timeout_s and duration count from it
     continued: int = 0  # how many times the run continued as new
+    limits_state: dict[str, Any] = field(default_factory=dict)  # tree budget, slot ledger (engines/temporal/limits.py)
 
 
 @dataclass
@@ -187,18 +191,33 @@ class ModelReply:
 
 @dataclass
 class ToolRun:
-    """One tool call of an agent, run by the worker through the agent's guard and fenced registry."""
+    """One tool call of an agent, run by the worker through the agent's guard and fenced registry;
+    ``decision``: a person's answer to the approval this call asked for (``Decision`` fields)."""
 
     run: Prepared
     call_id: str
     name: str
     arguments: dict[str, Any]
+    decision: dict[str, Any] | None = None
 
 
 @dataclass
 class ToolRunReply:
+    """The tool's result; or, when the guard would ask a person, ``approval`` (the request: nothing ran).
+    ``rules``: the "allow always" rule the decision added (for the run's later calls and children)."""
+
     content: str
     is_error: bool = False
+    approval: dict[str, Any] | None = None
+    rules: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ApprovalNote:
+    """An approval request to record where clients see it (an audit row on the tree's root run)."""
+
+    run: Prepared
+    request: dict[str, Any]
 
 
 @dataclass

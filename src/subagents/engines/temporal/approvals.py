@@ -1,0 +1,118 @@
+"""Approvals inside an agent workflow: a call that needs a person waits, durably, for a ``decide`` update.
+
+The ``call_tool`` activity never blocks on a person (:mod:`.asking`): when the agent's guard would ask,
+it returns the request.  :meth:`Approvals.call_tool` then
+
+1. keeps the request as pending (the ``approvals`` query lists them),
+2. records it where clients see it (the ``request_approval`` activity: an ``approval_requested`` audit
+   row on the tree's root run, which a client's :class:`~subagents.runtime.remote_approvals.RemoteApprovals`
+   reads),
+3. waits (``workflow.wait_condition``; no history grows while it waits) for the ``decide`` update —
+   its validator refuses an id that is not pending or already decided — or, when the worker has an
+   ``approval_timeout_s``, for that long (then it is a denial, as locally),
+4. runs the call again with the decision attached: the guard then allows it (an "allow always" rule
+   joins ``Prepared.session_rules``: the run's later calls and the children it starts after this have
+   it, across continue-as-new too) or refuses it with the local engine's text.
+
+A close while waiting cancels the wait: the run ends as closed and the request is no longer pending.
+A request is only ever pending inside a tool call, and the run continues as new only between turns, so
+no request crosses a continue-as-new; the rules it added do (they are part of the carried run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from temporalio import workflow
+
+from .shapes import ApprovalNote, Prepared, ToolRun, ToolRunReply
+
+__all__ = ["Approvals"]
+
+_BEHAVIORS = ("allow", "deny")
+
+
+@dataclass
+class _Pending:
+    request: dict[str, Any]
+    decision: dict[str, Any] | None = None
+
+
+class Host(Protocol):
+    """What approvals use of their workflow (:class:`~.workflow.AgentWorkflow`)."""
+
+    def opts(self, kind: str) -> dict[str, Any]: ...
+
+
+class Approvals:
+    """The pending approvals of one agent workflow, its ``decide`` update and ``approvals`` query."""
+
+    def __init__(self, wf: Host) -> None:
+        self.wf = wf
+        self.pending: dict[str, _Pending] = {}  # by call id
+        workflow.set_update_handler("decide", self.decide, validator=self.validate)
+        workflow.set_query_handler("approvals", self.listing)
+
+    # -- the update and the query --------------------------------------------------------------------
+    def validate(self, call_id: str, decision: dict[str, Any]) -> None:
+        """Refuse a decision for a call that is not waiting for one (unknown, decided, or ended)."""
+        p = self.pending.get(call_id)
+        if p is None:
+            waiting = ", ".join(sorted(self.pending)) or "none"
+            raise ValueError(f"no approval {call_id!r} is pending in this run (pending: {waiting}); it was decided, "
+                             "timed out or its run ended")
+        if p.decision is not None:
+            raise ValueError(f"approval {call_id!r} has already been decided ({_label(p.decision)})")
+        if not isinstance(decision, dict) or decision.get("behavior") not in _BEHAVIORS:
+            raise ValueError("a decision needs behavior 'allow' or 'deny' (and optionally always, rule, message)")
+
+    def decide(self, call_id: str, decision: dict[str, Any]) -> str:
+        """Deliver a decision; returns what it is (``allowed once``, ``allowed always``, ``denied``)."""
+        clean = {"behavior": decision["behavior"], "always": bool(decision.get("always")),
+                 "rule": decision.get("rule") or None, "message": decision.get("message") or None,
+                 "decided_by": str(decision.get("decided_by") or "approver")}
+        self.pending[call_id].decision = clean
+        return _label(clean)
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The requests waiting for a decision (their ``ApprovalRequest.to_dict()`` fields, id = call id)."""
+        return [p.request for p in self.pending.values() if p.decision is None]
+
+    # -- a tool call -----------------------------------------------------------------------------------
+    async def call_tool(self, p: Prepared, call_id: str, name: str, args: dict[str, Any]) -> ToolRunReply:
+        """Run one tool call (the ``call_tool`` activity), asking a person first when the guard says so."""
+        decision: dict[str, Any] | None = None
+        while True:
+            r: ToolRunReply = await workflow.execute_activity(
+                "subagents.call_tool", ToolRun(p, call_id, name, args, decision), result_type=ToolRunReply,
+                **self.wf.opts("tool"))
+            p.session_rules.extend(x for x in r.rules if x not in p.session_rules)
+            if r.approval is None:
+                return r
+            if decision is not None:  # the guard asked again despite the answer: never loop
+                return ToolRunReply(f"{name} was not run: it still needed an approval after one was given", True)
+            decision = await self._ask(p, call_id, r.approval)
+
+    async def _ask(self, p: Prepared, call_id: str, request: dict[str, Any]) -> dict[str, Any]:
+        pending = self.pending[call_id] = _Pending(request)
+        try:
+            await workflow.execute_activity("subagents.request_approval", ApprovalNote(p, request),
+                                            **self.wf.opts("store"))
+            t = request.get("timeout_s")
+            timeout = None if t is None else float(t)
+            try:
+                await workflow.wait_condition(lambda: pending.decision is not None, timeout=timeout)
+            except TimeoutError:
+                return {"behavior": "deny", "message": f"no decision within approval_timeout_s={timeout:g}",
+                        "decided_by": "timeout"}
+            assert pending.decision is not None
+            return pending.decision
+        finally:
+            del self.pending[call_id]
+
+
+def _label(d: dict[str, Any]) -> str:
+    if d.get("behavior") != "allow":
+        return "denied"
+    return "allowed always" if d.get("always") else "allowed once"
