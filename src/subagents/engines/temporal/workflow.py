@@ -233,7 +233,7 @@ class AgentWorkflow:
         self.turns, self.tool_calls, self.usage = c.turns, c.tool_calls, c.usage
         self.cost, self.cost_known, self.last_text = c.cost, c.cost_known, c.last_text
         self.started, self.continued = c.started, c.continued
-        self.carried_limits = getattr(c, "limits_state", None) or {}
+        self.carried_limits = c.limits_state
         self.tools = AgentTools(self, c.run, c.children)
         return c.run
 
@@ -247,7 +247,8 @@ class AgentWorkflow:
         assert self.tools is not None
         carry = Carry(p, self.messages, self.recorded, self.acks, [InboxItem(k, t) for k, t in self.inbox.items],
                       sorted(self.inbox.seen), self.turns, self.tool_calls, self.usage, self.cost, self.cost_known,
-                      self.last_text, self.tools.carry(), self.started, self.continued + 1)
+                      self.last_text, self.tools.carry(), self.started, self.continued + 1,
+                      limits_state=self.budget.state())
         workflow.continue_as_new(AgentJob(carry=carry))
 
     async def _begin(self, job: AgentJob) -> tuple[Prepared, bool]:
