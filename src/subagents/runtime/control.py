@@ -133,9 +133,13 @@ class ManagerControl:
         self.mgr.recorder.attach_output(node, spec)
         if node.background:
             ahead = self.mgr.slots.ahead(node)
-            if ahead is None and not node.narrowed:  # the common case: json.dumps of the dict below, by template
-                return (f'{{"agent_id": {_js(node.id)}, "nickname": {_js(node.nickname)}, "status": "running", '
-                        f'"permission_mode": {_js(node.mode)}, "note": {_BACKGROUND_NOTE}}}')
+            if not node.narrowed:  # the common cases: json.dumps of the dict below, by template
+                head = f'{{"agent_id": {_js(node.id)}, "nickname": {_js(node.nickname)}, "status": '
+                if ahead is None:
+                    return f'{head}"running", "permission_mode": {_js(node.mode)}, "note": {_BACKGROUND_NOTE}}}'
+                return (f'{head}"queued", "permission_mode": {_js(node.mode)}, "note": {_BACKGROUND_NOTE}, '
+                        f'"queued": "queued: {ahead} agents ahead of it; it starts when a slot frees (max_threads='
+                        f'{self.mgr.cfg.max_threads})"}}')
             out = {"agent_id": node.id, "nickname": node.nickname, "status": "running" if ahead is None else "queued",
                    "permission_mode": node.mode,
                    "note": "runs in the background; its result will be announced to you, or collect it with wait"}
