@@ -8,6 +8,7 @@ A callback may stop listening while an event is delivered: the others still hear
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,30 @@ async def test_a_callback_can_stop_listening_while_an_event_is_delivered(workdir
         await rt.run("hi")
     assert first == ["subagent_spawned"]
     assert len(second) == len(CYCLE)  # the other callback heard every event, the first one too
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_watched_cycle_leaves_no_garbage_for_the_collector(workdir: Path, store: str) -> None:
+    """Events, gates and the agents of a watched cycle are freed by reference counting (no cycle among them)."""
+    url = "memory://" if store == "memory" else f"sqlite:///{workdir.parent}/state.db"
+    heard: list[str] = []
+    async with Runtime(model=FunctionModel(script), workdir=workdir, store=url, builtin_tools=False,
+                       on_event=lambda e: heard.append(e.kind)) as rt:
+        for _ in range(3):
+            await rt.run("hi")
+        await rt.events_delivered()
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for _ in range(20):
+                await rt.run("hi")
+            await rt.events_delivered()
+            gc.collect()
+            garbage = sorted({type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("subagents")})
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    assert len(heard) == 23 * len(CYCLE)
+    assert garbage == []

@@ -50,9 +50,10 @@ class Recorder:
             system_prompt=node.system_prompt, limits=limits_dict(node.limits), permission_mode=node.mode,
             worktree=worktree_record(node.worktree),
         ))
-        self.commit_point()
-        self.emit(node, "subagent_spawned", agent_type=i.agent_type, label=node.label, background=node.background,
-                  model=node.model_name, call_id=CURRENT_CALL.get() if self.bus.active else None)
+        if self.bus.active:  # (the event's fields are built only when someone listens)
+            self.commit_point()
+            self.emit(node, "subagent_spawned", agent_type=i.agent_type, label=node.label, background=node.background,
+                      model=node.model_name, call_id=CURRENT_CALL.get())
 
     def message_sink(self, node: AgentNode) -> Callable[[Message], None]:
         """What ``node``'s loop calls with each message it appends: the message goes to the store."""
