@@ -19,6 +19,7 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from subagents import Limits, Runtime
+from subagents.authority.approvals import ApprovalRequest, Decision
 from subagents.engines.temporal import TemporalTarget
 from subagents.engines.temporal.client import TemporalEngine
 from subagents.engines.temporal.worker import build_worker
@@ -27,6 +28,7 @@ from subagents.messages import TextBlock
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.events import Event
 from subagents.runtime.status import Status
+from subagents.tools.base import tool
 
 from .scripts import nap
 
@@ -221,3 +223,79 @@ async def test_a_signal_to_no_running_agent_is_a_clear_error(temporal_env: Workf
     engine = TemporalEngine(temporal_env.client, TemporalTarget(task_queue="nobody"))
     with pytest.raises(SpawnError, match="is not running on the Temporal engine"):
         await engine.send_input(str(uuid.uuid4()), "hello")  # the store may lag: the server has the last word
+
+
+# -- approvals: the worker in permission mode default, the client's approver answers -------------------------
+@tool(category="edit")
+def stamp(name: str) -> str:
+    """Stamp a thing (an edit: permission mode default asks first).
+
+    Args:
+        name: what to stamp.
+    """
+    return f"stamped {name}"
+
+
+def _asking(req: ModelRequest) -> ModelResponse:
+    """A root stamps ``a`` three times, then spawns a child that stamps ``a``; it answers with every result."""
+    turns = sum(1 for m in req.messages if m.role == "assistant")
+    if req.agent.depth > 0:
+        return ModelResponse(tool_calls=[ToolCall("stamp", {"name": "a"})]) if turns == 0 else ModelResponse(
+            text=req.messages[-1].tool_results[0].content)
+    if turns < 3:
+        return ModelResponse(tool_calls=[ToolCall("stamp", {"name": "a"})])
+    if turns == 3:
+        return ModelResponse(tool_calls=[ToolCall("spawn_agent", {
+            "agent_type": "general-purpose", "prompt": "stamp", "description": "a stamper"})])
+    return ModelResponse(text=" | ".join(r.content.splitlines()[-1] for m in req.messages for r in m.tool_results))
+
+
+@pytest_asyncio.fixture(loop_scope="session", params=["local", "temporal"])
+async def asking(request: pytest.FixtureRequest, temporal_env: WorkflowEnvironment, workdir: Path, tmp_path: Path
+                 ) -> AsyncIterator[tuple[Runtime, list[ApprovalRequest], list[Event]]]:
+    """A runtime whose agents run in permission mode default, with an approver that denies the first request
+    ("not yet") and allows the next ones always; what it was asked; the events."""
+    asked: list[ApprovalRequest] = []
+    events: list[Event] = []
+
+    def person(req: ApprovalRequest) -> Decision:
+        asked.append(req)
+        return Decision.deny("not yet") if len(asked) == 1 else Decision.allow_always()
+
+    store_url = f"sqlite:///{tmp_path / 'state.db'}"
+    asking_model = FunctionModel(_asking, name="asking")
+    if request.param == "local":
+        async with Runtime(model=asking_model, workdir=workdir, store=store_url, tools=[stamp],
+                           permission_mode="default", approver=person, on_event=events.append) as local:
+            yield local, asked, events
+        return
+    worker_rt = Runtime(model=asking_model, workdir=workdir, store=store_url, tools=[stamp], permission_mode="default")
+    queue = f"contract-ask-{uuid.uuid4()}"
+    url = TemporalTarget(temporal_env.client.service_client.config.target_host, "default", queue).url
+    try:
+        remote = Runtime(workdir=workdir, store=store_url, engine=url, approver=person, on_event=events.append)
+        async with build_worker(temporal_env.client, worker_rt, queue), remote:
+            yield remote, asked, events
+    finally:
+        await worker_rt.aclose()
+
+
+async def test_approvals_deny_allow_always_and_the_tree(
+        asking: tuple[Runtime, list[ApprovalRequest], list[Event]]) -> None:
+    rt, asked, events = asking
+    result = await asyncio.wait_for(rt.run("stamp", limits=LIMITS), 60)
+    await rt.events_delivered()
+    assert result.text == ("stamp was not run: the user denied it: not yet. Do not retry the same call; adjust your "
+                           "approach. | stamped a | stamped a | stamped a")
+    # asked twice: the "allow always" answer covers the root's next call and the child's
+    assert [(r.tool, r.arguments, r.mode, r.always_rule) for r in asked] == [("stamp", {"name": "a"}, "default",
+                                                                             "stamp")] * 2
+    assert asked[0].describe() == f'{result.nickname} [general-purpose] wants to run stamp(name="a")'
+    requested = [e for e in events if e.kind == "approval_requested"]
+    decided = [e.data for e in events if e.kind == "approval_decided"]
+    assert [e.agent_id for e in requested] == [result.id, result.id]
+    assert requested[0].data["reason"] == "permission mode 'default' asks before file edits"
+    assert [(d["decision"], d["by"], d["message"], d["rule"]) for d in decided] == [
+        ("denied", "approver", "not yet", None), ("allowed always", "approver", None, "stamp")]
+    audit = [a.data["decision"] for a in rt.store.audit_of(result.id) if a.kind == "approval"]
+    assert audit == ["denied", "allowed always"]
