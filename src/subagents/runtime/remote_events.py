@@ -2,23 +2,27 @@
 
 The workers record every run, status change and message in the store (docs/scale-out.md).  A
 :class:`StoreWatch` reads the trees a remote :class:`~subagents.runtime.runtime.Runtime` started and
-publishes on its bus the events the local engine publishes for the same steps: ``subagent_spawned``,
-``run_start``, ``turn_start``, ``assistant_text`` (whole turns, never deltas), ``tool_start``,
-``tool_end``, ``run_end``, ``subagent_status_changed`` and ``subagent_completed``.
+publishes on its bus the events the local engine publishes for the same steps, in the same order:
+``subagent_spawned``, ``run_start``, ``turn_start`` (with the usage so far), ``assistant_text`` (whole
+turns, never deltas), ``model_end`` (model, usage, cost, stop reason — from the ``model_end`` audit row
+the worker records with each model call), ``tool_start``, ``tool_end``, ``run_end``,
+``subagent_status_changed`` and ``subagent_completed``.
 
-Not published (the store does not hold them): ``model_end`` (usage per call), streamed text deltas,
-``tool_end``'s ``duration_s``, approvals, ``subagent_queued`` and team events.  A step shows up one
-poll (:attr:`StoreWatch.interval`) after a worker recorded it; a model call's tool calls are recorded
-with the model's reply, so ``tool_start`` comes with ``turn_start``.
+Not published (the store does not hold them): streamed text deltas, ``tool_end``'s ``duration_s``,
+``subagent_queued`` and team events.  A step shows up one poll (:attr:`StoreWatch.interval`) after a
+worker recorded it; a model call's tool calls are recorded with the model's reply, so ``tool_start``
+comes with ``turn_start``.  Each poll reads only what is new: a running run's transcript from the last
+entry seen on (when the store can), and its audit rows only when it has a new model call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Message
+from ..messages import Message, Usage
 from ..store.base import RunRecord, Store
 from .events import Event, EventBus
 
@@ -31,6 +35,9 @@ class _Seen:
     messages: int = 0
     turns: int = 0
     tools: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+    calls: int = 0  # model_end audit rows published
+    usage: Usage = field(default_factory=Usage)  # the run's usage so far (turn_start carries it)
+    rows: list[dict[str, Any]] | None = None  # the model_end rows read in this poll
 
 
 def _stats(rec: RunRecord) -> dict[str, Any]:
@@ -51,6 +58,10 @@ class StoreWatch:
         self.roots: set[str] = set()
         self.seen: dict[str, _Seen] = {}
         self.reopened: set[str] = set()  # resumed runs not seen running again yet
+        try:  # a store that reads a transcript from an entry on (``transcript(run_id, start)``)
+            self._tail = "start" in inspect.signature(store.transcript).parameters
+        except (TypeError, ValueError):
+            self._tail = False
 
     def watch(self, root_id: str, *, reopened: str | None = None) -> None:
         """Publish the events of the tree under ``root_id`` from now on (until it has ended; ``reopened``:
@@ -95,22 +106,48 @@ class StoreWatch:
             self._emit(rec, "subagent_status_changed", status="running")
             self._emit(rec, "run_start", agent_type=rec.agent_type, prompt=rec.task)
         if rec.status == "running" or (rec.is_final and s.status != rec.status):
-            msgs = self.store.transcript(rec.run_id)
-            for m in msgs[s.messages:]:
+            s.rows = None
+            new = self._new_messages(rec.run_id, s.messages)
+            for m in new:
                 self._message(rec, s, m)
-            s.messages = max(s.messages, len(msgs))
+            s.messages += len(new)
         if rec.is_final and s.status != rec.status:
+            for row in self._model_rows(rec, s)[s.calls:]:  # model calls that failed (no reply recorded)
+                s.calls += 1
+                s.turns += 1
+                self._emit(rec, "turn_start", turn=s.turns, usage=s.usage.to_dict())
+                self._emit(rec, "model_end", **row)
             self._emit(rec, "run_end", status=rec.status, outcome=rec.outcome, turns=rec.turns, usage=dict(rec.usage))
             self._emit(rec, "subagent_status_changed", status=rec.status)
             self._emit(rec, "subagent_completed", **_stats(rec))
         s.status = rec.status
 
+    def _new_messages(self, run_id: str, seen: int) -> list[Message]:
+        if self._tail:
+            read: Any = self.store.transcript  # ``start``: not in every store's signature yet
+            got: list[Message] = read(run_id, start=seen)
+            return got
+        return self.store.transcript(run_id)[seen:]
+
+    def _model_rows(self, rec: RunRecord, s: _Seen) -> list[dict[str, Any]]:
+        """The run's ``model_end`` audit rows (read once per poll, and only when needed)."""
+        if s.rows is None:
+            s.rows = [a.data for a in self.store.audit_of(rec.run_id) if a.kind == "model_end"]
+        return s.rows
+
     def _message(self, rec: RunRecord, s: _Seen, m: Message) -> None:
         if m.role == "assistant":
             s.turns += 1
-            self._emit(rec, "turn_start", turn=s.turns)
+            self._emit(rec, "turn_start", turn=s.turns, usage=s.usage.to_dict())
             if m.text:
                 self._emit(rec, "assistant_text", text=m.text, delta=False)
+            rows = self._model_rows(rec, s)
+            if s.calls < len(rows):
+                row = rows[s.calls]
+                s.calls += 1
+                if row.get("usage"):
+                    s.usage = s.usage + Usage.from_dict(row["usage"])
+                self._emit(rec, "model_end", **row)
             for u in m.tool_uses:
                 s.tools[u.id] = u.name
                 self._emit(rec, "tool_start", tool=u.name, call_id=u.id, arguments=u.arguments)
