@@ -39,6 +39,7 @@ __all__ = ["MemoryStore", "new_owner_id"]
 Packed = tuple[tuple[Role, tuple[tuple[Any, ...], ...]], ...]
 """A packed transcript: ``(role, blocks)`` per message, a block ``("t", text)``, ``("u", id, name, arguments)``
 or ``("r", tool_use_id, content, is_error)`` — tuples of plain values, which the garbage collector stops tracking."""
+_Ann = tuple[str, str, str, str, float, float | None]  # an AnnouncementRecord's fields, in order (untracked)
 
 _SHRINK_FLOOR = 64  # dicts under this many entries at their peak are never rebuilt
 _SWEEP_FIELDS = frozenset({"status", "archive_at", "archived", "cleanup", "ended_at"})
@@ -58,7 +59,8 @@ class MemoryStore:
         self.url = "memory://"
         self.runs: dict[str, RunRecord | tuple[Any, ...]] = {}  # a final run's: its fields (see _rec)
         self.transcripts: dict[str, list[Message] | Packed] = {}  # a finished run's: packed
-        self.announcements: dict[str, AnnouncementRecord] = {}
+        # announcements as tuples of their fields (plain values: the collector does not track them)
+        self.announcements: dict[str, _Ann] = {}
         self._anns_of: dict[str, tuple[str, ...]] = {}  # child id -> ids of its announcements
         self.owner = new_owner_id()
         self.leases: dict[str, Lease] = {}
@@ -131,14 +133,13 @@ class MemoryStore:
                 self.transcripts[run_id] = _pack(t)  # object per block is little beside its size)
         if announcement is not None and announcement.id not in self.announcements:
             a = announcement
-            self.announcements[a.id] = AnnouncementRecord(a.id, a.parent_id, a.child_id, a.text, a.created_at,
-                                                          a.delivered_at)  # a copy (not dataclasses.replace: slow)
+            self.announcements[a.id] = (a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
             self._anns_of[a.child_id] = (*self._anns_of.get(a.child_id, ()), a.id)
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
         a = self.announcements.get(announcement_id)
-        if a is not None and a.delivered_at is None:
-            a.delivered_at = at
+        if a is not None and a[5] is None:
+            self.announcements[announcement_id] = (*a[:5], at)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rec = self.runs.get(run_id)
@@ -166,26 +167,26 @@ class MemoryStore:
         return _unpack(t) if isinstance(t, tuple) else list(t)
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
-        return sorted((dataclasses.replace(a) for a in self.announcements.values()
-                       if a.delivered_at is None and (parent_id is None or a.parent_id == parent_id)),
+        return sorted((AnnouncementRecord(*a) for a in self.announcements.values()
+                       if a[5] is None and (parent_id is None or a[1] == parent_id)),
                       key=lambda a: a.created_at)
 
     def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
                          ) -> list[AnnouncementRecord]:
         anns = self.announcements
         some = anns.values() if child_id is None else [anns[k] for k in self._anns_of.get(child_id, ())]
-        return sorted((dataclasses.replace(a) for a in some
-                       if (child_id is None or a.child_id == child_id)
-                       and (parent_id is None or a.parent_id == parent_id)), key=lambda a: a.created_at)
+        return sorted((AnnouncementRecord(*a) for a in some
+                       if (child_id is None or a[2] == child_id)
+                       and (parent_id is None or a[1] == parent_id)), key=lambda a: a.created_at)
 
     def delete_run(self, run_id: str) -> None:
         self.runs.pop(run_id, None)
         self.transcripts.pop(run_id, None)
         self.audit.pop(run_id, None)
         ids = self._anns_of.pop(run_id, ())
-        kept = tuple(k for k in ids if self.announcements[k].delivered_at is None)
+        kept = tuple(k for k in ids if self.announcements[k][5] is None)
         for k in ids:
-            if self.announcements[k].delivered_at is not None:
+            if self.announcements[k][5] is not None:
                 del self.announcements[k]
         if kept:
             self._anns_of[run_id] = kept
