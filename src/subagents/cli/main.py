@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "demo": "subagents.cli.demo:demo",
     "config": "subagents.cli.config_cmd:config",
     "agents": "subagents.cli.agents_cmd:agents",
-    "runs": "subagents.cli.runs:runs",
+    "runs": "subagents.cli.runs_approve:runs",  # the runs group, with `runs approvals|approve` registered on it
     "team": "subagents.cli.team_cmd:team",
     "serve": "subagents.cli.serve_cmd:serve",
     "worker": "subagents.cli.worker_cmd:worker",

@@ -146,7 +146,8 @@ class Runtime:
         """The OpenTelemetry span builder when tracing is on (``[telemetry]``, ``telemetry=``), else None."""
         self.remote = RemoteAgents(self.engine_url, store=self.store, bus=self.bus, executor=self.manager.executor,
                                    default_limits=self.manager.cfg.default_limits,
-                                   model=model if isinstance(model, str) else None) if self.engine_url else None
+                                   model=model if isinstance(model, str) else None,
+                                   authority=self.manager.authority) if self.engine_url else None
         self.sweeper = Sweeper(self.store, self.manager, archive_after_minutes=s.archive_after_minutes)
         self._sweeper_task: RunHandle[None] | None = None
         self._restored = False

@@ -1,0 +1,73 @@
+"""``subagents runs approve ID CALL_ID allow|always|deny [--message TEXT]``: answer, from any terminal, a call of
+a Temporal-engine run that waits for a person (``subagents runs approvals ID`` lists them)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from ..authority.approvals import Decision
+from ..exceptions import UserError
+from .common import workdir
+from .runs import _open, _where, resolve_run, runs
+
+__all__ = ["approvals", "approve", "runs"]
+
+
+def _engine_url(ctx: click.Context) -> str:
+    from ..config import load_settings
+
+    url = load_settings(workdir(ctx)).engine_url
+    if not url:
+        raise UserError("approvals are answered through the Temporal engine: set [engine] url or SUBAGENTS_ENGINE "
+                        "to its temporal://host:7233?task_queue=... address")
+    return url
+
+
+@runs.command("approvals")
+@click.argument("run_ref", metavar="ID")
+@_where
+@click.pass_context
+def approvals(ctx: click.Context, run_ref: str) -> int:
+    """List the calls of a Temporal-engine run waiting for a person."""
+    from ..engines.temporal.client import TemporalEngine
+
+    with _open(ctx) as store:
+        rec = resolve_run(store, run_ref)
+
+    async def go() -> list[dict[str, object]]:
+        return await (await TemporalEngine.connect(_engine_url(ctx))).approvals(rec.run_id)
+
+    pending = asyncio.run(go())
+    if not pending:
+        click.echo(f"{rec.nickname} ({rec.run_id}) waits for no approval")
+    for p in pending:
+        click.echo(f"{p['id']}  {p['tool']}({p['arguments']})  why: {p['reason']}  always rule: {p['always_rule']}")
+    return 0
+
+
+@runs.command("approve")
+@click.argument("run_ref", metavar="ID")
+@click.argument("call_id", metavar="CALL_ID")
+@click.argument("answer", type=click.Choice(["allow", "always", "deny"]))
+@click.option("--message", default=None, help="With deny: the reason the agent reads.")
+@click.option("--rule", default=None, help="With always: the rule to allow (default: the request's).")
+@_where
+@click.pass_context
+def approve(ctx: click.Context, run_ref: str, call_id: str, answer: str, message: str | None,
+            rule: str | None) -> int:
+    """Answer a call of a Temporal-engine run that waits for a person: allow (once), always (this run and the
+    sub-agents it starts), or deny."""
+    from ..engines.temporal.client import TemporalEngine
+
+    with _open(ctx) as store:
+        rec = resolve_run(store, run_ref)
+    decision = {"allow": Decision.allow(), "always": Decision.allow_always(rule),
+                "deny": Decision.deny(message)}[answer]
+
+    async def go() -> str:
+        return await (await TemporalEngine.connect(_engine_url(ctx))).decide(rec.run_id, call_id, decision)
+
+    click.echo(f"{rec.nickname}: {call_id} {asyncio.run(go())}")
+    return 0
