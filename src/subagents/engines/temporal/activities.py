@@ -266,8 +266,11 @@ class AgentActivities:
         try:
             r = await model.request(req)
         except ModelError as e:
+            store.add_audit(p.run_id, "model_end", {"model": model.name, "error": str(e)}, time.time())
             return ModelReply(error=str(e))
         except (TypeError, ValueError, KeyError, AttributeError, RuntimeError) as e:
+            store.add_audit(p.run_id, "model_end", {"model": model.name, "error": f"{type(e).__name__}: {e}"},
+                            time.time())
             return ModelReply(error=f"model {model.name!r} failed: {type(e).__name__}: {e}")
         content: list[Any] = []
         if r.text:
@@ -276,9 +279,14 @@ class AgentActivities:
             content.append(TextBlock(r.text))
         content.extend(ToolUseBlock(c.id, c.name, c.arguments) for c in r.tool_calls)
         m = Message("assistant", content)
+        cost = self.mgr.cfg.prices.cost_of(model, r.usage) if r.usage is not None else None
+        # the local engine's model_end event, as an audit row the client's event poll publishes (remote_events.py)
+        store.add_audit(p.run_id, "model_end", {
+            "model": model.name, "response_model": r.model, "stop_reason": r.stop_reason,
+            "usage": r.usage.to_dict() if r.usage is not None else None, "cost_usd": cost,
+            "tool_calls": len(r.tool_calls)}, time.time())
         store.append_messages(p.run_id, len(msgs), (m,))
         store.flush()
-        cost = self.mgr.cfg.prices.cost_of(model, r.usage) if r.usage is not None else None
         return ModelReply(message=message_to_dict(m), text=r.text, usage=(r.usage or Usage()).to_dict(),
                           cost_usd=cost, cost_known=r.usage is None or cost is not None)
 
