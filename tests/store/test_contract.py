@@ -101,6 +101,18 @@ def test_list_filters_by_status_root_and_archive(store: Store) -> None:
     assert [r.run_id for r in store.list_runs(include_archived=True, root_id="a")] == ["a", "b"]
 
 
+def test_transcript_from_an_entry_on(store: Store) -> None:
+    store.create_run(rec("r1"))
+    msgs = [Message.user("task"), Message.assistant("one"), Message.assistant("two")]
+    store.append_messages("r1", 0, msgs)
+    store.flush()
+    assert store.transcript("r1", 1) == msgs[1:]
+    assert store.transcript("r1", start=3) == [] and store.transcript("other", 1) == []
+    store.finish_run("r1", {"status": "completed"}, None)  # a finished run's transcript may be kept packed
+    store.flush()
+    assert store.transcript("r1", 2) == msgs[2:] and store.transcript("r1") == msgs
+
+
 def test_delete_removes_record_transcript_and_delivered_announcements(store: Store) -> None:
     store.create_run(rec("c1", parent_id="p1", background=True))
     store.append_messages("c1", 0, [Message.user("x")])

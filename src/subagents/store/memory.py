@@ -160,11 +160,11 @@ class MemoryStore:
     def root_nicknames(self, agent_type: str) -> set[str]:
         return {r.nickname for r in self._all() if r.parent_id is None and r.agent_type == agent_type}
 
-    def transcript(self, run_id: str) -> list[Message]:
+    def transcript(self, run_id: str, start: int = 0) -> list[Message]:
         t = self.transcripts.get(run_id)
         if t is None:
             return []
-        return _unpack(t) if isinstance(t, tuple) else list(t)
+        return _unpack(t[start:]) if isinstance(t, tuple) else list(t[start:])
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
         return sorted((AnnouncementRecord(*a) for a in self.announcements.values()

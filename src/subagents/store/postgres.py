@@ -348,8 +348,9 @@ class PostgresStore:
         rows = self._read("SELECT nickname FROM runs WHERE parent_id IS NULL AND agent_type = %s", (agent_type,))
         return {r[0] for r in rows}
 
-    def transcript(self, run_id: str) -> list[Message]:
-        rows = self._read("SELECT message FROM transcript WHERE run_id = %s ORDER BY seq", (run_id,))
+    def transcript(self, run_id: str, start: int = 0) -> list[Message]:
+        rows = self._read("SELECT message FROM transcript WHERE run_id = %s AND seq >= %s ORDER BY seq",
+                          (run_id, start))
         return [message_from_dict(json.loads(r[0])) for r in rows]
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
