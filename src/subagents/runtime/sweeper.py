@@ -1,7 +1,7 @@
 """The sweeper: cleanup policies and requests from other processes.
 
 (The owner lease that tells other processes this runtime's runs have a live owner is renewed by
-the store's writer thread itself — see :mod:`subagents.store._lease` — so it holds while the
+the store's writer itself — see :mod:`subagents.store._lease` — so it holds while the
 process lives, with or without a sweeper, even while the event loop waits on a long model call.)
 
 One :meth:`Sweeper.sweep` does, with the time from an injectable ``clock``:
@@ -105,12 +105,14 @@ class Sweeper:
                     report.deleted.append(rec.run_id)
                 continue
             archive_at = rec.archive_at
+            fields: dict[str, object] = {}
             if archive_at is None:
-                archive_at = (rec.ended_at or now) + self.archive_after_s
-                self.store.update_run(rec.run_id, {"archive_at": archive_at})
+                archive_at = fields["archive_at"] = (rec.ended_at or now) + self.archive_after_s
             if now >= archive_at:
-                self.store.update_run(rec.run_id, {"archived": True})
+                fields["archived"] = True
                 report.archived.append(rec.run_id)
+            if fields:  # one write per run: a stamp committed alone would move it ahead, to be met again
+                self.store.update_run(rec.run_id, fields)
         return sweep_key(recs[-1]) if len(recs) == self.step_rows else None
 
     def _delivered(self, rec: RunRecord) -> bool:

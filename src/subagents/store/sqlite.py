@@ -59,12 +59,13 @@ from ._batch import (
     Recorder,
     record_from_row,
 )
-from ._checkpoint import MAX_WAL_PAGES, Checkpointer
+from ._checkpoint import MAX_WAL_PAGES
 from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
-from ._open import open_writer
+from ._open import WRITER_PRAGMAS, open_writer
+from ._proc import ProcWriter
 from ._schema import FINAL_SQL
 from ._support import running_loop, store_error
-from ._writer import _RENEW, LeaseTerms, Writer
+from ._writer_main import RENEW as _RENEW
 from .base import (
     FINAL_STATUSES,
     AnnouncementRecord,
@@ -111,15 +112,15 @@ class SQLiteStore:
         self._read_lock = threading.Lock()
         self._tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
         wconn, self.migrated_from = open_writer(self.path, timeout, durable)
+        wconn.close()  # the writer process opens its own, on the first write
         try:
             self._rconn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._rconn.execute("PRAGMA query_only=1")
         except sqlite3.Error as e:
-            wconn.close()
             raise store_error(self.path, e, "opening it for reading") from None
-        self._w = Writer(wconn, self.path)
-        self._ckpt = Checkpointer(self.path, interval_s=checkpoint_s, max_wal_pages=max_wal_pages, timeout=timeout)
-        self._w.checkpointer = self._ckpt
+        pragmas = ("PRAGMA journal_mode=WAL", f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}", *WRITER_PRAGMAS)
+        self._w = ProcWriter(self.path, timeout=timeout, pragmas=pragmas, checkpoint_s=checkpoint_s,
+                             max_wal_pages=max_wal_pages)
         self.on_close: list[Callable[[], None]] = []  # close() calls them first (teams.open: the team store)
 
     @property
@@ -143,8 +144,8 @@ class SQLiteStore:
         w.submitted += 1
         timer = self._timer_loop
         if timer is not None and not timer.is_closed():
-            if self._npending >= self._eager and w.inflight == 0:
-                self._handoff()  # a long step of the event loop (a burst of spawns) keeps the idle writer fed
+            if self._npending >= self._eager and not self._npending & 31 and w.poll() <= 1:
+                self._handoff()  # a long step of the event loop (a burst of spawns) keeps the writer fed
             return  # a hand-off is already due for this batch
         loop = running_loop()
         if loop is None:
@@ -157,8 +158,8 @@ class SQLiteStore:
         """The batching delay passed: hand the batch over — or, while the writer is still busy, keep
         gathering and hand over the moment it is done (one transaction then carries all of it)."""
         loop = self._timer_loop
-        if loop is not None and self._w.defer_until_idle(loop, self._handoff_due):
-            return
+        if loop is not None and self._w.poll() > 1 and self._w.defer_until_idle(loop, self._handoff_due):
+            return  # (one batch committing, one waiting: the writer never idles between them)
         self._handoff()
 
     def _handoff(self) -> None:
@@ -213,7 +214,7 @@ class SQLiteStore:
 
     def _hold_lease(self) -> None:
         if self._w.lease is None and not self._closed:
-            self._w.hold_lease(LeaseTerms(self.owner, self.lease_s, self.renew_s))
+            self._w.hold_lease(self.owner, self.lease_s, self.renew_s, process_identity())
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
                         delivered: Sequence[str] = (), at: float = 0.0) -> None:
@@ -260,7 +261,7 @@ class SQLiteStore:
 
     def release_lease(self, owner: str) -> None:
         if owner == self.owner:
-            self._w.lease = None
+            self._w.drop_lease()
         self._put((SQL, "DELETE FROM owners WHERE owner = ?", (owner,)))
 
     def add_request(self, run_id: str, kind: str, message: str, at: float) -> None:
@@ -277,7 +278,11 @@ class SQLiteStore:
 
     def on_commit(self, callback: Callable[[], None]) -> bool:
         """See :meth:`Store.on_commit`; asked on an event loop, it is called on that loop (with the batch's others)."""
-        self._put((CALL, callback, running_loop()))
+        loop = running_loop()
+        self._put((CALL, callback, loop))
+        if loop is None:  # no event loop to call it later: wait for the commit (a CLI command, a test)
+            self._handoff()
+            self._w.wait(lambda: self._w.inflight == 0)
         return True
 
     def hurry(self) -> None:
@@ -289,17 +294,13 @@ class SQLiteStore:
             raise self._error
         if self._closed:
             return
-        done = threading.Event()
-        self._pending.append((FLUSH, done))
         self._handoff()
-        while not done.wait(0.5):
-            if not self._w.thread.is_alive():
-                break
+        self._w.wait(lambda: self._w.inflight == 0)
         if self._error is not None:
             raise self._error
 
     def close(self) -> None:
-        """Release the lease (if held), commit everything, stop the writer."""
+        """Release the lease (if held), commit everything, stop the writer process and reap it."""
         if self._closed:
             return
         for hook in self.on_close:  # each must not raise
@@ -311,12 +312,7 @@ class SQLiteStore:
         finally:
             self._closed = True
             self._handoff()
-            self._w.queue.put(None)
-            self._w.thread.join()
-            self._ckpt.stop()
-            with contextlib.suppress(sqlite3.Error):  # leave no WAL behind (the file alone is the store)
-                self._w.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._w.conn.close()
+            self._w.close()  # it commits what it read, checkpoints (TRUNCATE) and exits
             self._rconn.close()
 
     # -- reads ----------------------------------------------------------------------------------

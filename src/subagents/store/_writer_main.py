@@ -1,0 +1,244 @@
+"""The SQLite store's writer **process**: a small script, run as ``python -I -S _writer_main.py CONFIG``.
+
+It imports the standard library only (never the ``subagents`` package: that costs ~275 ms; this starts in
+~20 ms) and loads :mod:`._checkpoint` by its file path.  The calling side is
+:class:`~subagents.store._proc.ProcWriter`.
+
+Protocol (both ways: frames of a 4-byte little-endian length and a :mod:`marshal` payload):
+
+- parent -> writer, on standard input: ``(BATCH, calls)`` — statements ``(sql, params, many)`` to commit in
+  call order; ``(LEASE, owner, lease_s, renew_s, process)`` — renew that lease with the next transaction and
+  every ``renew_s`` after (``(LEASE, None)``: stop renewing); ``(STATS,)``; ``(KICK,)`` — checkpoint now.
+- writer -> parent, on standard output: ``(DONE, n, error)`` — the next ``n`` batches are committed (or
+  failed: ``error`` is ``(kind, message)`` of the first failure, after which nothing more is committed);
+  ``(STATS, {...})``.
+
+Everything readable on standard input is committed in **one** transaction (group commit).  End of input —
+the store closed, or its process died, even by ``SIGKILL`` — makes the writer commit every complete batch it
+has read, run a ``TRUNCATE`` checkpoint and exit; so does its parent changing (the pipe inherited by a
+forked child would otherwise keep it open).  ``SIGINT``, ``SIGTERM`` and ``SIGHUP`` are ignored: the parent
+decides when the store closes (a Ctrl-C in a terminal reaches the whole process group).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import marshal
+import os
+import select
+import signal
+import sqlite3
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BATCH, LEASE, STATS, KICK, DONE, STOP = range(6)
+HEADER = struct.Struct("<I")
+STOP_FRAME = HEADER.pack(len(marshal.dumps((STOP,)))) + marshal.dumps((STOP,))
+"""The parent's last frame when it closes the store (end of input without it: the parent died)."""
+RENEW = "INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALUES (?, ?, ?, ?)"
+_PARENT_CHECK_S = 1.0  # how often an idle writer checks that its parent is still the same process
+
+
+def _load_checkpoint() -> Any:
+    spec = importlib.util.spec_from_file_location("_subagents_checkpoint", Path(__file__).with_name("_checkpoint.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _error(e: BaseException) -> tuple[str, str]:
+    return ("os" if isinstance(e, OSError) else type(e).__name__, str(e))
+
+
+class WriterProcess:
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.path = cfg["path"]
+        self.parent = os.getppid()
+        self.conn = sqlite3.connect(self.path, timeout=cfg["timeout"], isolation_level=None)
+        for pragma in cfg["pragmas"]:
+            self.conn.execute(pragma)
+        self.ckpt = _load_checkpoint().Checkpointer(Path(self.path), interval_s=cfg["checkpoint_s"],
+                                                    max_wal_pages=cfg["max_wal_pages"], timeout=cfg["timeout"])
+        self.error: tuple[str, str] | None = None
+        self.lease: tuple[str, float, float, str] | None = None  # owner, lease_s, renew_s, process
+        self.next_renewal = 0.0
+        self.inbuf = bytearray()
+        self.out = bytearray()
+        self.out_ok = True  # False once the parent stopped reading (it died)
+        self.eof = False
+        self.commits = 0  # transactions committed (tests read it through STATS)
+        self.stopping = False  # the parent sent STOP: commit everything, then exit
+        self.orphaned = False  # the parent died: commit nothing more, exit
+
+    # -- input ----------------------------------------------------------------------------------------
+    def read_input(self) -> None:
+        while True:
+            try:
+                data = os.read(0, 1 << 20)
+            except BlockingIOError:
+                return
+            if not data:
+                self.eof = True
+                return
+            self.inbuf += data
+
+    def frames(self) -> list[Any]:
+        out, buf, at = [], self.inbuf, 0
+        while len(buf) - at >= 4:
+            (n,) = HEADER.unpack_from(buf, at)
+            if len(buf) - at - 4 < n:
+                break
+            out.append(marshal.loads(bytes(buf[at + 4:at + 4 + n])))
+            at += 4 + n
+        del buf[:at]
+        return out
+
+    def has_frame(self) -> bool:
+        buf = self.inbuf
+        return len(buf) >= 4 and len(buf) - 4 >= HEADER.unpack_from(buf, 0)[0]
+
+    # -- output ---------------------------------------------------------------------------------------
+    def reply(self, msg: Any) -> None:
+        if self.out_ok:
+            data = marshal.dumps(msg)
+            self.out += HEADER.pack(len(data)) + data
+
+    def write_output(self) -> None:
+        while self.out and self.out_ok:
+            try:
+                n = os.write(1, self.out)
+            except BlockingIOError:
+                return
+            except OSError:  # the parent is gone: nobody reads replies any more
+                self.out_ok = False
+                self.out.clear()
+                return
+            del self.out[:n]
+
+    # -- work -----------------------------------------------------------------------------------------
+    def handle(self, frames: list[Any]) -> None:
+        calls: list[Any] = []
+        nbatches = 0
+        for f in frames:
+            code = f[0]
+            if code == BATCH:
+                calls.extend(f[1])
+                nbatches += 1
+            elif code == LEASE:
+                self.lease = None if f[1] is None else f[1:]
+                self.next_renewal = 0.0
+            elif code == STATS:
+                self.reply((STATS, {"checkpoints": self.ckpt.checkpoints, "restart_due": self.ckpt.restart_due,
+                                    "wal_pages": self.ckpt.wal_pages, "pid": os.getpid(), "commits": self.commits,
+                                    "autocheckpoint": self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0],
+                                    "checkpointer_alive": self.ckpt.thread.is_alive()}))
+            elif code == KICK:
+                self.ckpt.kick()
+            elif code == STOP:
+                self.stopping = True
+        renew = self.renewal()
+        if renew is not None:
+            calls.insert(0, renew)
+        if self.error is None:
+            self.commit(calls)
+        if nbatches:
+            self.reply((DONE, nbatches, self.error))
+        if self.ckpt.restart_due:  # the WAL grew past its bound: start it over, between our own transactions
+            self.ckpt.restart_due = False
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
+
+    def renewal(self) -> tuple[str, Any, bool] | None:
+        lease, now = self.lease, time.monotonic()
+        if lease is None or now < self.next_renewal:
+            return None
+        self.next_renewal = now + lease[2]
+        at = time.time()
+        return RENEW, (lease[0], at, at + lease[1], lease[3]), False
+
+    def commit(self, calls: list[tuple[str, Any, bool]]) -> None:
+        if not calls:
+            return
+        c = self.conn
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            for sql, params, many in calls:
+                if many:
+                    c.executemany(sql, params)
+                else:
+                    c.execute(sql, params)
+            if not self.parent_alive():  # never write after the parent is gone: a new owner may be adopting
+                c.execute("ROLLBACK")    # its runs already (the batches it sent are lost, as a SIGKILL loses)
+                self.orphaned = True
+                return
+            c.execute("COMMIT")
+            self.commits += 1
+        except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
+            self.error = _error(e)
+            with contextlib.suppress(sqlite3.Error):
+                c.execute("ROLLBACK")
+
+    def parent_alive(self) -> bool:
+        """Whether the parent still runs (or closed the store: STOP).  Checked holding the write lock, just
+        before ``COMMIT``: once the parent is dead its process is provably gone to a reader, which may adopt
+        its runs at once — a commit after that would overwrite the adopter's."""
+        if self.stopping:
+            return True
+        if os.getppid() != self.parent:
+            return False
+        self.read_input()
+        return not self.eof or self.inbuf.endswith(STOP_FRAME)
+
+    def run(self) -> None:
+        os.set_blocking(0, False)
+        os.set_blocking(1, False)
+        while not self.eof and not self.orphaned:
+            timeout = _PARENT_CHECK_S
+            if self.lease is not None:
+                timeout = min(timeout, max(0.0, self.next_renewal - time.monotonic()))
+            if self.has_frame():  # read already (by parent_alive, during the last commit)
+                timeout = 0.0
+            r, _, _ = select.select([0], [1] if self.out else [], [], timeout)
+            if r:
+                self.read_input()
+            self.handle(self.frames())
+            self.write_output()
+            if os.getppid() != self.parent:  # the parent died and the pipe lives on elsewhere
+                self.orphaned = True
+        if not self.orphaned:
+            self.handle(self.frames())  # (a partial last frame was never promised)
+            os.set_blocking(1, True)
+            self.write_output()
+
+    def close(self) -> None:
+        self.ckpt.stop()
+        if self.stopping:
+            with contextlib.suppress(sqlite3.Error):  # leave no WAL behind (the file alone is the store)
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.conn.close()
+
+
+def main() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    cfg = json.loads(sys.argv[1])
+    try:
+        w = WriterProcess(cfg)
+    except (sqlite3.Error, OSError) as e:
+        sys.stderr.write(f"cannot open the store for writing: {e}\n")
+        sys.exit(3)
+    try:
+        w.run()
+    finally:
+        w.close()
+
+
+if __name__ == "__main__":
+    main()
