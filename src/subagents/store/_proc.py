@@ -80,7 +80,8 @@ class ProcWriter:
     # -- sending ---------------------------------------------------------------------------------------
     def _start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-I", "-S", _SCRIPT, self._cfg], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, bufsize=0)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, bufsize=0,
+                                     process_group=0)  # a Ctrl-C in the terminal is the runtime's to handle
         assert self.proc.stdout is not None
         assert self.proc.stdin is not None
         self._rfd = self.proc.stdout.fileno()

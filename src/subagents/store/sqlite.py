@@ -8,7 +8,7 @@ How a write travels:
 2. The hand-off folds the batch into its net effect (a run created, updated and finished within
    one batch becomes one ``INSERT``), serializes it and turns it into a few multi-row statements,
    still on the calling thread, then puts them on the writer's queue.
-3. One writer thread commits everything queued in **one** transaction, in queue order (so the
+3. One writer process (:mod:`._proc`) commits everything queued in **one** transaction, in queue order (so the
    store applies operations in call order), then runs the batch's :meth:`on_commit` callbacks (the
    runtime publishes the events that announce status changes from there — see ``docs/durability.md``)
    and wakes :meth:`flush` waiters.  Preparing on the calling thread keeps the writer's use of the
@@ -19,7 +19,7 @@ crash or power loss may lose the last batches (``durable=True`` selects ``synchr
 The backlog (accepted, not yet committed: gathered, queued and committing) is at most
 ``max_backlog`` operations (:data:`MAX_BACKLOG`): a SIGKILL loses no more.  A call that would go over
 it blocks until the writer catches up; an async producer awaits :meth:`SQLiteStore.room` instead.
-The store renews its owner lease from the writer thread (:mod:`._writer`, :mod:`._lease`).
+The store renews its owner lease from the writer process (:mod:`._writer_main`, :mod:`._lease`).
 
 The store is used from one thread at a time (the runtime's event loop thread, or a CLI command).
 Reads use their own connection and see what is committed; call :meth:`flush` first when a read
