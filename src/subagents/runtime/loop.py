@@ -113,7 +113,7 @@ class AgentCore:
     def emit(self, kind: str, **data: object) -> None:
         if self.bus.active:
             i = self.info
-            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, dict(data), nickname=i.nickname))
+            self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, time.time(), i.nickname))  # **data: fresh
 
     def _append(self, m: Message) -> None:
         self.messages.append(m)
