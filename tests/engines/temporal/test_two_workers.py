@@ -35,7 +35,7 @@ N = 12
 def _worker(url: str, workdir: Path, store_url: str, marks: Path, log: Path) -> subprocess.Popen[bytes]:
     """A ``subagents worker`` process; its tool side effects go to its own ``marks`` file."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
-           "SUBAGENTS_TEST_MARKS": str(marks)}
+           "SUBAGENTS_TEST_MARKS": str(marks), "SUBAGENTS_MAX_THREADS": str(N)}  # the whole fan-out at once
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "subagents.cli.worker_cmd", "--engine", url, "--workdir", str(workdir),

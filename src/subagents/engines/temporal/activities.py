@@ -42,6 +42,7 @@ from ...store.base import AnnouncementRecord, RunRecord
 from ...tools.base import ToolContext, ToolRegistry
 from .asking import NeedsApproval, added_rules, request_payload, run_authority
 from .shapes import (
+    ActivityOptions,
     AgentOutcome,
     AgentStart,
     Announcement,
@@ -81,7 +82,7 @@ class AgentActivities:
     def activities(self) -> list[Any]:
         """The activity callables to register on a worker."""
         return [self.prepare, self.plan_spawn, self.prepare_resume, self.call_model, self.call_tool, self.finish,
-                self.request_approval]
+                self.request_approval, self.started]
 
     # -- fences -------------------------------------------------------------------------------------
     def _definition(self, agent_type: str) -> AgentDefinition:
@@ -131,7 +132,7 @@ class AgentActivities:
             parent_id=parent.run_id if parent is not None else None, background=background, label=label,
             notes=list(grant.notes), runs=runs, session_rules=list(parent.session_rules) if parent is not None else [],
             max_threads=cfg.max_threads, when_full=cfg.when_full,
-            **({"options": options} if options is not None else {}))
+            options=options if options is not None else ActivityOptions())
 
     def _system(self, p: Prepared) -> str:
         """The run's system prompt, recomputed from its fence (runs travel without it: a fan-out's
@@ -199,9 +200,16 @@ class AgentActivities:
         except (SpawnError, ConfigError) as e:
             return SpawnReply(error=str(e))
         self._record(child, self._model_name(child))
-        self.rt.store.update_run(child.run_id, {"status": "running", "started_at": time.time()})
+        if not plan.queued:  # a queued child stays pending_init until the root grants it a slot (``started``)
+            self.rt.store.update_run(child.run_id, {"status": "running", "started_at": time.time()})
         self.rt.store.flush()  # durable before Temporal records the activity as done
         return SpawnReply(child=replace(child, system=""))
+
+    @activity.defn(name="subagents.started")
+    async def started(self, run_id: str) -> None:
+        """A queued child got its slot: recorded ``running`` from now."""
+        self.rt.store.update_run(run_id, {"status": "running", "started_at": time.time()})
+        self.rt.store.flush()
 
     def _fence_of(self, rec: RunRecord) -> Fence:
         """The fence a recorded run had: a child's is its parent's mode and grantable tools (recomputed)."""

@@ -35,6 +35,7 @@ from .shapes import (
     SpawnPlan,
     SpawnReply,
 )
+from .slots import TreeSlots
 
 __all__ = ["AGENT_TOOL_NAMES", "AgentTools"]
 
@@ -92,6 +93,9 @@ class Host(Protocol):
     def announced(self, child_id: str) -> Announcement | None: ...
 
     def carve(self) -> dict[str, Any] | str: ...
+
+    @property
+    def slots(self) -> TreeSlots: ...
 
 
 class AgentTools:
@@ -160,18 +164,22 @@ class AgentTools:
         left = self.wf.carve()  # the child's limits are capped by what this tree has left now
         if isinstance(left, str):
             return left, True
+        seat = await self.wf.slots.reserve(bool(args.get("background", False)))  # max_threads: the root decides
+        if seat.refusal is not None:
+            return seat.refusal, True
         plan = asyncio.ensure_future(workflow.execute_activity(
-            "subagents.plan_spawn", SpawnPlan(replace(self.run, limits=left), args), result_type=SpawnReply,
-            **self.wf.opts("store")))
+            "subagents.plan_spawn", SpawnPlan(replace(self.run, limits=left), args, queued=seat.ahead is not None),
+            result_type=SpawnReply, **self.wf.opts("store")))
         try:
             reply = await asyncio.shield(plan)
         except asyncio.CancelledError:
             reply, closing = await plan, True
         if reply.child is None:
+            self.wf.slots.release(seat.slot)
             if closing:
                 raise asyncio.CancelledError()
             return reply.error or "the sub-agent could not be spawned", True
-        child = reply.child
+        child = replace(reply.child, slot=seat.slot, queued=seat.ahead is not None)
         start = asyncio.ensure_future(workflow.start_child_workflow(
             WORKFLOW_NAME, AgentJob(prepared=child), id=child.run_id, result_type=AgentOutcome,
             parent_close_policy=(workflow.ParentClosePolicy.ABANDON if child.background
@@ -182,11 +190,16 @@ class AgentTools:
             handle, closing = await start, True
         c = self.children[child.run_id] = _Child(
             ChildState(child.run_id, child.nickname, child.agent_type, child.background), handle)
+        self.wf.slots.named(seat, child)
         if closing:
             raise asyncio.CancelledError()
         if child.background:
-            out: dict[str, Any] = {"agent_id": child.run_id, "nickname": child.nickname, "status": "running",
+            out: dict[str, Any] = {"agent_id": child.run_id, "nickname": child.nickname,
+                                   "status": "running" if seat.ahead is None else "queued",
                                    "permission_mode": child.mode, "note": _NOTE}
+            if seat.ahead is not None:
+                out["queued"] = (f"queued: {seat.ahead} agents ahead of it; it starts when a slot frees "
+                                 f"(max_threads={self.wf.slots.max_threads})")
             if child.notes:
                 out["narrowed"] = "; ".join(child.notes)
             return json.dumps(out), False

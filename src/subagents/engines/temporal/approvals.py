@@ -14,6 +14,10 @@ it returns the request.  :meth:`Approvals.call_tool` then
    joins ``Prepared.session_rules``: the run's later calls and the children it starts after this have
    it, across continue-as-new too) or refuses it with the local engine's text.
 
+While a person decides, the run's ``timeout_s`` clock stops, and its ancestors' too (``clock`` signals up
+the tree), as locally: :meth:`Approvals.within` runs the turns against a deadline that moves by the time
+held (``paused``, carried over a continue-as-new).
+
 A close while waiting cancels the wait: the run ends as closed and the request is no longer pending.
 A request is only ever pending inside a tool call, and the run continues as new only between turns, so
 no request crosses a continue-as-new; the rules it added do (they are part of the carried run).
@@ -21,8 +25,10 @@ no request crosses a continue-as-new; the rules it added do (they are part of th
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from temporalio import workflow
 
@@ -31,6 +37,7 @@ from .shapes import ApprovalNote, Prepared, ToolRun, ToolRunReply
 __all__ = ["Approvals"]
 
 _BEHAVIORS = ("allow", "deny")
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,8 +58,67 @@ class Approvals:
     def __init__(self, wf: Host) -> None:
         self.wf = wf
         self.pending: dict[str, _Pending] = {}  # by call id
+        self.holds = 0  # people deciding now (this run's requests and its descendants'): the clock is stopped
+        self.held_at = 0.0
+        self.paused = 0.0  # seconds the clock was stopped, in all
+        self.parent_id: str | None = None
         workflow.set_update_handler("decide", self.decide, validator=self.validate)
         workflow.set_query_handler("approvals", self.listing)
+        workflow.set_signal_handler("clock", self.clock)
+
+    # -- the run's clock -------------------------------------------------------------------------------
+    def clock(self, hold: bool) -> None:
+        """Stop (``hold``) or restart the clock: a person decides a request of this run or a descendant's."""
+        if hold:
+            self.holds += 1
+            if self.holds == 1:
+                self.held_at = workflow.now().timestamp()
+        elif self.holds:
+            self.holds -= 1
+            if not self.holds:
+                self.paused += workflow.now().timestamp() - self.held_at
+
+    def state(self) -> dict[str, Any]:
+        """The clock, for the run's next history (a descendant's request may be waiting meanwhile)."""
+        return {"holds": self.holds, "held_at": self.held_at, "paused": self.paused}
+
+    def restore(self, parent_id: str | None, state: dict[str, Any]) -> None:
+        self.parent_id = parent_id
+        self.holds += int(state.get("holds", 0))
+        self.held_at = float(state.get("held_at", self.held_at))
+        self.paused += float(state.get("paused", 0.0))
+
+    async def _hold(self, hold: bool) -> None:
+        self.clock(hold)
+        if self.parent_id is not None:
+            try:
+                await workflow.get_external_workflow_handle(self.parent_id).signal("clock", hold)
+            except Exception:  # the parent has ended: no clock left to stop there
+                workflow.logger.info("%s has ended: its clock was not held", self.parent_id)
+
+    async def within(self, turns: Coroutine[Any, Any, T], timeout_s: float, started: float) -> T:
+        """``turns``, stopped with :class:`TimeoutError` ``timeout_s`` after ``started`` plus the time a person
+        spent deciding (the clock stops while one does)."""
+        task = asyncio.ensure_future(turns)
+        try:
+            while not task.done():
+                if self.holds:
+                    await workflow.wait_condition(lambda: task.done() or not self.holds)
+                    continue
+                left = started + timeout_s + self.paused - workflow.now().timestamp()
+                if left <= 0:
+                    task.cancel()
+                    await asyncio.wait([task])
+                    raise TimeoutError
+                try:
+                    await workflow.wait_condition(lambda: task.done() or self.holds > 0, timeout=left)
+                except TimeoutError:
+                    continue
+        except asyncio.CancelledError:  # the run is being closed: its turns stop too
+            task.cancel()
+            await asyncio.wait([task])
+            raise
+        return task.result()
 
     # -- the update and the query --------------------------------------------------------------------
     def validate(self, call_id: str, decision: dict[str, Any]) -> None:
@@ -101,11 +167,14 @@ class Approvals:
                                             **self.wf.opts("store"))
             t = request.get("timeout_s")
             timeout = None if t is None else float(t)
+            await self._hold(True)
             try:
                 await workflow.wait_condition(lambda: pending.decision is not None, timeout=timeout)
             except TimeoutError:
                 return {"behavior": "deny", "message": f"no decision within approval_timeout_s={timeout:g}",
                         "decided_by": "timeout"}
+            finally:
+                await asyncio.shield(self._hold(False))
             assert pending.decision is not None
             return pending.decision
         finally:

@@ -85,6 +85,8 @@ class Prepared:
     session_rules: list[str] = field(default_factory=list)  # "allow always" answers: this run's and its parents'
     max_threads: int = 0  # the worker's [agents] max_threads (0: not enforced); enforced per tree by the root workflow
     when_full: str = "refuse"  # the worker's [agents] when_full
+    slot: str = ""  # the slot this run holds in its root's ledger ("": none; engines/temporal/slots.py)
+    queued: bool = False  # recorded pending_init: its workflow waits for the root's grant before it runs
 
 
 @dataclass
@@ -226,6 +228,7 @@ class SpawnPlan:
 
     parent: Prepared
     arguments: dict[str, Any]
+    queued: bool = False  # no slot free yet: recorded pending_init (it starts when the root grants a slot)
 
 
 @dataclass

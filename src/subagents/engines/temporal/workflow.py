@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeStart,
         WorkflowFinish,
     )
+    from .slots import TreeSlots
 
 __all__ = ["AgentWorkflow"]
 
@@ -111,6 +112,7 @@ class AgentWorkflow:
         self.turns_here = 0  # turns in this history
         self.approvals = Approvals(self)  # calls waiting for a person: the ``decide`` update, ``approvals`` query
         self.budget = TreeBudget()  # the tree's spend against the limits (engines/temporal/limits.py)
+        self.slots = TreeSlots()  # max_threads: the root's ledger, or asking it (engines/temporal/slots.py)
         self.carried_limits: dict[str, Any] = {}
 
     # -- signals and queries ------------------------------------------------------------------------
@@ -134,6 +136,11 @@ class AgentWorkflow:
         self.budget.charge(spent)
         self._tell_children()
 
+    @workflow.signal(name="slots")
+    def slots_signal(self, msg: dict[str, Any]) -> None:
+        """The tree's slot ledger: asks, replies, grants and frees (engines/temporal/slots.py)."""
+        self.slots.on_signal(msg)
+
     @workflow.signal(name="budget_out")
     def budget_out(self, out: dict[str, Any]) -> None:
         """An ancestor's budget is spent: this run stops before its next model call (its children too)."""
@@ -148,7 +155,8 @@ class AgentWorkflow:
 
     def carve(self) -> dict[str, Any] | str:
         """The limits a child is carved from (what this tree has left), or why no child can be spawned."""
-        return self.budget.left(self.usage, self.cost, workflow.now().timestamp() - self.started)
+        elapsed = workflow.now().timestamp() - self.started - self.approvals.paused  # not while a person decided
+        return self.budget.left(self.usage, self.cost, elapsed)
 
     @workflow.query(name="status")
     def get_status(self) -> str:
@@ -198,6 +206,8 @@ class AgentWorkflow:
         p, cancelled = await self._begin(job)
         self.run_info = p
         self.budget.bind(p.limits, p.parent_id, self.carried_limits)
+        self.slots.bind(p, self.continued, self.carried_limits.get("slots"))
+        self.approvals.restore(p.parent_id, self.carried_limits.get("clock", {}))
         if self.tools is None:
             self.tools = AgentTools(self, p)
         if not self.messages:
@@ -207,6 +217,9 @@ class AgentWorkflow:
         decision: _Final | _Stop = closed
         if not cancelled:
             try:
+                if p.queued and not self.turns:  # no slot was free: wait for the root's grant
+                    await self.slots.wait_turn(p, self.opts("store"))
+                    self.started = workflow.now().timestamp()
                 decision = await self._with_deadline(p)
             except asyncio.CancelledError:
                 decision = closed
@@ -217,6 +230,7 @@ class AgentWorkflow:
         out: AgentOutcome = await workflow.execute_activity("subagents.finish", fin, result_type=AgentOutcome,
                                                             **self.opts("store"))
         self.status = result["status"]
+        await self.slots.ended(p, decision is closed)
         if out.announcement is not None and p.parent_id is not None:
             try:
                 await workflow.get_external_workflow_handle(p.parent_id).signal("announce", out.announcement)
@@ -237,7 +251,7 @@ class AgentWorkflow:
         self.tools = AgentTools(self, c.run, c.children)
         return c.run
 
-    def _continue_if_long(self, p: Prepared) -> None:
+    async def _continue_if_long(self, p: Prepared) -> None:
         """Continue as new (raises) when this history is long enough; only at a turn boundary."""
         every = p.options.turns_per_history
         info = workflow.info()
@@ -245,10 +259,13 @@ class AgentWorkflow:
                                         or (every > 0 and self.turns_here >= every)):
             return
         assert self.tools is not None
+        await self.budget.flush()
+        await self.slots.flush()  # what the ledger owes is sent before its state is carried
         carry = Carry(p, self.messages, self.recorded, self.acks, [InboxItem(k, t) for k, t in self.inbox.items],
                       sorted(self.inbox.seen), self.turns, self.tool_calls, self.usage, self.cost, self.cost_known,
                       self.last_text, self.tools.carry(), self.started, self.continued + 1,
-                      limits_state=self.budget.state())
+                      limits_state={**self.budget.state(), "slots": self.slots.state(),
+                                    "clock": self.approvals.state()})
         workflow.continue_as_new(AgentJob(carry=carry))
 
     async def _begin(self, job: AgentJob) -> tuple[Prepared, bool]:
@@ -287,11 +304,8 @@ class AgentWorkflow:
         timeout = p.limits.get("timeout_s")
         if timeout is None:
             return await self._turns(p)
-        left = float(timeout) - (workflow.now().timestamp() - self.started)
-        try:
-            if left <= 0:
-                raise TimeoutError
-            return await asyncio.wait_for(self._turns(p), timeout=left)
+        try:  # the clock stops while a person decides an approval
+            return await self.approvals.within(self._turns(p), float(timeout), self.started)
         except TimeoutError:
             return _Stop("timeout", "timeout_s", f"Exceeded timeout_s={timeout}")
 
@@ -303,7 +317,7 @@ class AgentWorkflow:
             spent = self.budget.exhausted(self.usage, self.cost)
             if spent is not None:  # a sibling or a child spent the shared budget: no call that cannot be paid for
                 return _Stop("limit", spent[0], spent[1])
-            self._continue_if_long(p)
+            await self._continue_if_long(p)
             self.turns += 1
             self.turns_here += 1
             call = ModelCall(p, self.messages, self.recorded, self.acks)
