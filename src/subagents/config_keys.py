@@ -98,7 +98,9 @@ _LIST = "list of strings"
 _FIXED: tuple[Key, ...] = (
     Key("model", "default", "string", None, "the model of every run that names none (`provider:model[@base_url]`)",
         env="SUBAGENTS_MODEL", field="model_default"),
-    Key("agents", "max_threads", "positive integer", 4, "sub-agents running at once (root agents hold no slot)",
+    Key("agents", "max_threads", "positive integer", 4,
+        "sub-agents running at once (root agents hold no slot; on the Temporal engine: per tree, the root's "
+        "worker's value)",
         env="SUBAGENTS_MAX_THREADS", field="max_threads"),
     Key("agents", "when_full", _one_of("refuse", "queue"), "refuse",
         "a spawn over `max_threads`: refused, or (`queue`) a background one waits for a free slot, first come "
