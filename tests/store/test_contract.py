@@ -107,10 +107,12 @@ def test_transcript_from_an_entry_on(store: Store) -> None:
     store.append_messages("r1", 0, msgs)
     store.flush()
     assert store.transcript("r1", 1) == msgs[1:]
-    assert store.transcript("r1", start=3) == [] and store.transcript("other", 1) == []
+    assert store.transcript("r1", start=3) == []
+    assert store.transcript("other", 1) == []
     store.finish_run("r1", {"status": "completed"}, None)  # a finished run's transcript may be kept packed
     store.flush()
-    assert store.transcript("r1", 2) == msgs[2:] and store.transcript("r1") == msgs
+    assert store.transcript("r1", 2) == msgs[2:]
+    assert store.transcript("r1") == msgs
 
 
 def test_delete_removes_record_transcript_and_delivered_announcements(store: Store) -> None:
