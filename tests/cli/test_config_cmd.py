@@ -68,7 +68,8 @@ def test_config_keys_prints_the_table(capsys: pytest.CaptureFixture[str]) -> Non
     assert [k["key"] for k in listed] == [k.dotted for k in KEYS]
     assert listed[1] == {"key": "agents.max_threads", "type": "positive integer", "default": 4,
                          "env": ["SUBAGENTS_MAX_THREADS"], "required": False, "user_only": False,
-                         "doc": "sub-agents running at once (root agents hold no slot)"}
+                         "doc": "sub-agents running at once (root agents hold no slot; on the Temporal engine: per "
+                                "tree, the root's worker's value)"}
     assert main(["config", "keys"]) == 0
     out = capsys.readouterr().out
     assert "providers.*.api_key" in out
