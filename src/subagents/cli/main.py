@@ -128,7 +128,26 @@ def _silence_stdout() -> None:
 
 def entry() -> None:
     """The ``subagents`` console script."""
-    sys.exit(main())
+    code = main()
+    conn = sys.modules.get("subagents.engines.temporal.connection")
+    if conn is not None and getattr(conn, "connected", False):
+        _leave(code)
+    sys.exit(code)
+
+
+def _leave(code: int) -> None:
+    """Exit after a Temporal client was used: temporalio's Rust threads can abort the interpreter's finalization
+    ("PyGILState_Release: thread state ... must be current", temporalio/sdk-python#300), so run the exit
+    handlers, flush, and leave without finalizing."""
+    import atexit
+    import contextlib
+    import os
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
