@@ -29,7 +29,10 @@ def script(req: ModelRequest) -> ModelResponse:
 
 @pytest.fixture
 def saved_garbage() -> Iterator[list[object]]:
+    """The garbage made while the test runs: every object alive at its start is held, so that what earlier tests
+    of the process left behind (a worker's runtime, a sandbox's modules) cannot become garbage during it."""
     gc.collect()
+    held = gc.get_objects()
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
@@ -37,6 +40,7 @@ def saved_garbage() -> Iterator[list[object]]:
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
+        del held
         gc.enable()
 
 
