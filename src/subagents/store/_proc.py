@@ -29,6 +29,7 @@ from typing import Any
 from ..exceptions import StoreError
 from ._batch import CALL, FLUSH
 from ._support import running_loop, store_error
+from ._writer import _call_all, _resolve  # (the thread writer's: the same hand-over on the loop)
 from ._writer_main import BATCH, DONE, HEADER, KICK, LEASE, STATS, STOP_FRAME
 
 __all__ = ["Batch", "ProcWriter"]
@@ -379,21 +380,3 @@ def _plain(msg: Any) -> bytes:
             return [conv(x) for x in v]
         return next((t(v) for t in (str, int, float, bytes) if isinstance(v, t)), v)  # type: ignore[arg-type]
     return marshal.dumps(conv(msg))
-
-
-def _call_all(callbacks: list[Callable[[], None]]) -> None:
-    """On the event loop: each callback in turn; one that fails is reported and does not stop the others."""
-    for cb in callbacks:
-        try:
-            cb()
-        except RuntimeError:  # (an event loop it hands over to is closed)
-            pass
-        except Exception as e:
-            asyncio.get_running_loop().call_exception_handler(
-                {"message": "a store commit callback failed", "exception": e})
-
-
-def _resolve(futs: list[asyncio.Future[None]]) -> None:
-    for fut in futs:
-        if not fut.done():
-            fut.set_result(None)
