@@ -67,3 +67,23 @@ async def test_runs_waiting_for_room_are_woken_in_order_once_the_writer_catches_
         assert woken == list(range(200))  # first come, first woken
     finally:
         s.close()
+
+
+async def test_a_flush_from_another_thread_while_the_loop_reads_replies_counts_each_reply_once(tmp_path: Path) -> None:
+    """A model or tool thread may flush while the event loop's reader takes the writer's replies: each reply is
+    answered once (before, both could parse the same bytes: 'pop from an empty deque' in a later flush)."""
+    from subagents.store import RunRecord
+    from subagents.store.sqlite import SQLiteStore
+
+    s = SQLiteStore(tmp_path / "state.db", linger_s=0.0)
+    try:
+        for round_ in range(40):
+            for i in range(25):
+                s.create_run(RunRecord(run_id=f"r{round_}-{i}", agent_id="a", nickname="n", agent_type="explore",
+                                       task="t"))
+            await asyncio.gather(asyncio.to_thread(s.flush), asyncio.to_thread(s.flush), asyncio.sleep(0))
+        s.flush()
+        assert len(s.list_runs()) == 1000
+        assert s._w.inflight == 0
+    finally:
+        s.close()

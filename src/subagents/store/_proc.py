@@ -21,6 +21,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +64,8 @@ class ProcWriter:
         self.lease: tuple[str, float, float, str] | None = None  # (owner, lease_s, renew_s, process)
         self._batches: deque[tuple[int, list[tuple[Any, ...]]]] = deque()  # in flight: (operations, signals)
         self._rbuf = bytearray()
+        self._rlock = threading.RLock()  # replies are read and answered by one thread at a time (a flush may come
+        # from a thread of the process while the event loop's reader runs: the same reply must not count twice)
         self._rfd = -1
         self._wfd = -1
         self._out = bytearray()  # frames not yet written to the writer's input
@@ -171,6 +174,11 @@ class ProcWriter:
         return True
 
     # -- receiving -------------------------------------------------------------------------------------
+    @property
+    def reader(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop that reads the writer's replies (``None`` before the first batch went from a loop)."""
+        return self._reader
+
     def _listen(self) -> None:
         """Have the running event loop read the replies (once per loop)."""
         loop = running_loop()
@@ -191,6 +199,12 @@ class ProcWriter:
 
     def _read(self) -> None:
         """Read what the writer replied and act on it; end of output means the writer died."""
+        with self._rlock:
+            self._read_locked()
+
+    def _read_locked(self) -> None:
+        if self._rfd < 0:
+            return
         while True:
             try:
                 data = os.read(self._rfd, 1 << 16)
@@ -222,6 +236,10 @@ class ProcWriter:
 
     def _answer(self, nbatches: int) -> None:
         """``nbatches`` batches are committed (or failed): count them, run their signals, wake waiters."""
+        with self._rlock:
+            self._answer_locked(nbatches)
+
+    def _answer_locked(self, nbatches: int) -> None:
         on_loops: dict[asyncio.AbstractEventLoop, list[Callable[[], None]]] = {}
         here = running_loop() if self._in_reader else None
         for _ in range(nbatches):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ..exceptions import StoreError
@@ -58,3 +60,29 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def on_loop(loop: asyncio.AbstractEventLoop | None, fn: Callable[[], None]) -> bool:
+    """From a thread other than ``loop``'s (a model or tool thread flushing the store): run ``fn`` on ``loop``,
+    wait for it and re-raise what it raised.  ``False`` (nothing done) when ``fn`` belongs in this thread: no
+    loop, a loop that is not running, or the caller runs on it."""
+    if loop is None or not loop.is_running() or running_loop() is loop:
+        return False
+    done, failed = threading.Event(), []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as e:  # handed to the thread that asked
+            failed.append(e)
+        finally:
+            done.set()
+
+    try:
+        loop.call_soon_threadsafe(run)
+    except RuntimeError:  # that loop is closed
+        return False
+    done.wait()
+    if failed:
+        raise failed[0]
+    return True

@@ -64,7 +64,7 @@ from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
 from ._open import WRITER_PRAGMAS, open_writer
 from ._proc import ProcWriter
 from ._schema import FINAL_SQL
-from ._support import running_loop, store_error
+from ._support import on_loop, running_loop, store_error
 from ._writer_main import RENEW as _RENEW
 from .base import (
     FINAL_STATUSES,
@@ -292,7 +292,7 @@ class SQLiteStore:
     def flush(self) -> None:
         if self._error is not None:
             raise self._error
-        if self._closed:
+        if self._closed or on_loop(self._w.reader or self._timer_loop, self.flush):  # (from another thread)
             return
         self._handoff()
         self._w.wait(lambda: self._w.inflight == 0)
