@@ -64,19 +64,21 @@ class Announcements:
         if child is None:
             return
         ann_id = f"{child_id}:{child.runs}"
-        if parent.core.inbox.discard(f"ann:{ann_id}") or any(a.id == ann_id for a in parent.followups):
-            parent.followups = [a for a in parent.followups if a.id != ann_id]
+        queued = parent.followups_ or ()
+        if parent.core.inbox.discard(f"ann:{ann_id}") or any(a.id == ann_id for a in queued):
+            parent.followups_ = [a for a in queued if a.id != ann_id] or None
             self.recorder.ack(parent, ann_id)
 
     def with_followups(self, node: AgentNode, message: str) -> str:
         """``message`` preceded by the follow-ups queued for ``node`` (which count as delivered with it), then by
         what was left in its inbox: messages that reached it while it was ending its run (seed 003: an injection
         that did not reach the agent is a follow-up)."""
-        if not node.followups and not node.core.inbox:
+        queued = node.followups_ or ()
+        if not queued and not node.core.inbox:
             return message
-        texts = [a.text for a in node.followups]
-        for a in node.followups:
+        texts = [a.text for a in queued]
+        for a in queued:
             self.recorder.ack(node, a.id)
-        node.followups = []
+        node.followups_ = None
         texts.extend(node.core.inbox.drain())  # acknowledged with the message that carries them, as at a boundary
         return "\n\n".join([*texts, message] if message.strip() else texts)

@@ -23,13 +23,13 @@ from ..authority.guard import Authority
 from ..messages import Message
 from ..models.base import Model
 from ..store.base import Store
-from ..tools.base import ToolContext, ToolRegistry
+from ..tools.base import ToolRegistry
 from .events import EventBus
 from .limits import Budget
 from .loop import AgentCore
 from .node import AgentNode, Recipe
 from .recorder import Recorder
-from .shared import ManagerParts, tool_context
+from .shared import ManagerParts, todo_store, tool_context
 
 __all__ = ["CoreReviver", "DormantParts", "release_if_idle", "unborn"]
 
@@ -63,9 +63,9 @@ class CoreReviver:
             raise RuntimeError(f"agent {node.nickname} ({node.id}) belongs to a closed runtime; "
                                "open a new Runtime on the same store to resume it")
         info = node.info
-        if r.born is not None:  # a new agent: its context was made at spawn, its clock started then
-            ctx = r.ctx
-            assert ctx is not None
+        if r.born is not None:  # a new agent: its clock started at its spawn
+            ctx = tool_context(mgr, info, None, node.root_id, workspace=r.workspace, sandbox=r.sandbox,
+                               mode=node.mode, team_name=r.team_name)
             messages = list(r.history) if r.history else None
             budget = Budget(node.limits, now=r.born, parent=r.budget_parent)
         else:  # a finished child's, released: the conversation comes back from the store
@@ -89,9 +89,15 @@ class CoreReviver:
 
 
 def unborn(mgr: DormantParts, node: AgentNode, model: Model, system: str, prefix: int, registry: ToolRegistry,
-           ctx: ToolContext, budget_parent: Budget | None, history: list[Message] | None) -> AgentNode:
-    """``node`` (new, without a core) with the recipe of its core, built when ``node.core`` is first read."""
-    node.release(mgr.reviver, Recipe(model, system, prefix, registry, ctx=ctx, budget_parent=budget_parent,
+           parent: AgentNode | None, *, workspace: Any, sandbox: Any, history: list[Message] | None) -> AgentNode:
+    """``node`` (new, without a core) with the recipe of its core, built when ``node.core`` is first read.
+
+    Its todo list is opened in its tree's store now (a parent's ``todo_read`` lists it while it waits); its tool
+    context is made as it starts, with the team it inherits from ``parent`` now."""
+    todo_store(mgr, node.root_id).open(node.info)
+    team = parent.core.ctx.team_name if parent is not None else None
+    node.release(mgr.reviver, Recipe(model, system, prefix, registry, workspace=workspace, sandbox=sandbox,
+                                     team_name=team, budget_parent=parent.core.budget if parent is not None else None,
                                      history=history, born=time.monotonic()))
     return node
 

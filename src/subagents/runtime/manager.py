@@ -55,7 +55,7 @@ from .node import AgentNode
 from .prompts import announcement_text
 from .recorder import Recorder
 from .result import RunResult
-from .shared import latest_notes, spawn_briefing, tool_context
+from .shared import latest_notes, spawn_briefing
 from .slots import SlotPool
 from .status import Outcome, Status
 from .tree import AgentTree
@@ -215,14 +215,13 @@ class AgentManager:
                                             notes=latest_notes(self.notepad),
                                             workdir=str(worktree.root if worktree else ws.root))
         root_id = parent.root_id if parent else agent_id
-        ctx = tool_context(self, info, parent, root_id, workspace=ws, sandbox=sandbox, mode=grant.mode)
         node = AgentNode(info=info, definition=d, core_=None, root_id=root_id, task_text=prompt, limits=limits,
                          label=label or description or prompt[:60], mode=grant.mode, narrowed=tuple(grant.notes),
                          background=d.background if background is None else background, worktree=worktree,
                          model_name=str(getattr(mdl, "name", "")), cleanup=cleanup)
         prefix = len(base) if base and system.startswith(base) else 0  # its core is built as it starts:
-        return unborn(self, node, mdl, system, prefix, grant.registry, ctx,  # no core while it waits for a slot
-                      parent.core.budget if parent is not None else None, history)
+        return unborn(self, node, mdl, system, prefix, grant.registry, parent,  # no core while it waits for a slot
+                      workspace=ws, sandbox=sandbox, history=history)
 
     # ------------------------------------------------------------------------------------------
     # running
@@ -318,7 +317,7 @@ class AgentManager:
 
     def resume(self, ref: str, message: str, *, limits: Limits | None = None) -> AgentNode:
         node = self.tree.require(ref)
-        if not message.strip() and not node.followups:  # the queued announcements can be the whole turn
+        if not message.strip() and not node.followups_:  # the queued announcements can be the whole turn
             raise SpawnError("the message is empty; say what the resumed agent should do")
         if not node.status.is_final():
             raise SpawnError(f"agent {node.nickname} ({node.id}) is still {node.status}; "

@@ -20,7 +20,7 @@ from ..messages import Message
 from ..models.base import AgentInfo, Model
 from ..sandbox.worktree import Worktree
 from ..store.base import AnnouncementRecord
-from ..tools.base import ToolContext, ToolRegistry
+from ..tools.base import ToolRegistry
 from .limits import Budget, Limits
 from .loop import AgentCore
 from .result import RunResult
@@ -33,18 +33,19 @@ class Recipe:
     """What building an agent's core takes besides the node: shared objects and strings, nothing big.
 
     ``born`` (a ``time.monotonic()``) is set for a new agent, whose budget's clock started at its spawn;
-    ``ctx`` is its tool context (made at spawn), ``history`` its first messages.  A released core's recipe
-    has ``born`` ``None``: its conversation comes back from the store, its context is made anew (siblings
-    share an equal one).  Never changed once made."""
+    ``team_name`` is the team it inherited from its parent at spawn, ``history`` its first messages; its tool
+    context is made as it starts (its todo list was opened at spawn).  A released core's recipe has ``born``
+    ``None``: its conversation comes back from the store, its context is made anew (siblings share an equal
+    one).  Never changed once made."""
 
-    __slots__ = ("born", "budget_parent", "ctx", "history", "model", "prefix", "registry", "sandbox", "system",
-                 "workspace")
+    __slots__ = ("born", "budget_parent", "history", "model", "prefix", "registry", "sandbox", "system",
+                 "team_name", "workspace")
 
     def __init__(self, model: Model, system: str, prefix: int, registry: ToolRegistry, *, workspace: Any = None,
-                 sandbox: Any = None, ctx: ToolContext | None = None, budget_parent: Budget | None = None,
+                 sandbox: Any = None, team_name: str | None = None, budget_parent: Budget | None = None,
                  history: list[Message] | None = None, born: float | None = None) -> None:
         self.model, self.system, self.prefix, self.registry = model, system, prefix, registry
-        self.workspace, self.sandbox, self.ctx = workspace, sandbox, ctx
+        self.workspace, self.sandbox, self.team_name = workspace, sandbox, team_name
         self.budget_parent, self.history, self.born = budget_parent, history, born
 
 
@@ -71,10 +72,10 @@ class AgentNode:
     status: Status = Status.PENDING_INIT
     task: RunHandle[RunResult] | None = None  # from the executor (an asyncio.Task with the local engine)
     result: RunResult | None = None
-    children: list[str] = field(default_factory=list)
+    children_: list[str] | None = None  # ``children``: made on first use (most agents never spawn)
     children_complete: bool = True  # False for a node re-created from the store: finished children load on demand
     waiters: list[Callable[[AgentNode], None]] | None = None  # called when it ends (a list once there is one)
-    followups: list[AnnouncementRecord] = field(default_factory=list)
+    followups_: list[AnnouncementRecord] | None = None  # ``followups``: made on first use
     holds_slot: bool = False
     closing: bool = False
     runs: int = 0
@@ -102,6 +103,26 @@ class AgentNode:
             assert self.reviver is not None, "a released node has a reviver"
             c = self.reviver(self)
         return c
+
+    @property
+    def children(self) -> list[str]:
+        """The ids of the agents it spawned, oldest first (the list is made on first read)."""
+        c = self.children_
+        if c is None:
+            c = self.children_ = []
+        return c
+
+    @property
+    def followups(self) -> list[AnnouncementRecord]:
+        """Announcements queued for its next turn (it was not running when they came; made on first read)."""
+        f = self.followups_
+        if f is None:
+            f = self.followups_ = []
+        return f
+
+    @followups.setter
+    def followups(self, value: list[AnnouncementRecord]) -> None:
+        self.followups_ = value
 
     def add_waiter(self, fn: Callable[[AgentNode], None]) -> None:
         """Call ``fn(self)`` when this agent ends (see :func:`.waiting.wait_all`)."""

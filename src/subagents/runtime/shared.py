@@ -30,7 +30,7 @@ from .factory import AgentFactory, ManagerSettings
 if TYPE_CHECKING:
     from .node import AgentNode
 
-__all__ = ["BRIEFING_TASK_CHARS", "ManagerParts", "latest_notes", "spawn_briefing", "tool_context"]
+__all__ = ["BRIEFING_TASK_CHARS", "ManagerParts", "latest_notes", "spawn_briefing", "todo_store", "tool_context"]
 
 BRIEFING_TASK_CHARS = 2000
 """How much of the parent's task a child's briefing quotes."""
@@ -48,16 +48,24 @@ class ManagerParts(Protocol):
 
 
 def tool_context(mgr: ManagerParts, info: AgentInfo, parent: AgentNode | None, root_id: str, *, workspace: Any,
-                 sandbox: Any, mode: str) -> ToolContext:
-    """The context of a new agent ``info`` of the tree ``root_id`` (its parent ``parent``, ``None`` for a root)."""
+                 sandbox: Any, mode: str, team_name: str | None = None) -> ToolContext:
+    """The context of a new agent ``info`` of the tree ``root_id`` (its parent ``parent``, ``None`` for a root;
+    without a parent, ``team_name`` is the one it inherited)."""
+    store = todo_store(mgr, root_id)
+    if parent is not None:
+        team_name = parent.core.ctx.team_name
+    return ToolContext(agent=info, workspace=workspace, todos=store.open(info), control=mgr.control,
+                       bash_timeout_s=mgr.cfg.bash_timeout_s, sandbox=sandbox, shell_writable=mode != "plan",
+                       todo_store=store, notepad=mgr.notepad, team_name=team_name,
+                       model_overrides=mgr.factory.overrides_view)
+
+
+def todo_store(mgr: ManagerParts, root_id: str) -> TodoStore:
+    """The todo store of the tree ``root_id`` (made on first use)."""
     store = mgr.todos.get(root_id)
     if not isinstance(store, TodoStore):
         store = mgr.todos[root_id] = TodoStore()
-    pctx = parent.core.ctx if parent is not None else None
-    return ToolContext(agent=info, workspace=workspace, todos=store.open(info), control=mgr.control,
-                       bash_timeout_s=mgr.cfg.bash_timeout_s, sandbox=sandbox, shell_writable=mode != "plan",
-                       todo_store=store, notepad=mgr.notepad, team_name=pctx.team_name if pctx is not None else None,
-                       model_overrides=mgr.factory.overrides_view)
+    return store
 
 
 def latest_notes(notepad: Sequence[str]) -> tuple[str, ...]:

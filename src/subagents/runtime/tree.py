@@ -65,7 +65,7 @@ class AgentTree:
         while stack:
             n = stack.pop()
             out.append(n)
-            stack.extend(self.nodes[c] for c in n.children if c in self.nodes)
+            stack.extend(self.nodes[c] for c in n.children_ or () if c in self.nodes)
         return out
 
     def slot_holders(self) -> list[AgentNode]:
