@@ -87,7 +87,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--iters", type=int, default=None)
     ap.add_argument("--ns", default=None, help="fan-out sizes, comma separated (default 100,1000,10000)")
-    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--out", default=str(HERE / "results"),
+                    help="directory for raw.jsonl and summary.json (default: bench/results)")
     ap.add_argument("--no-big", dest="big", action="store_false",
                     help="skip the 100,000-children fan-out (max_threads 1,000, queued); --quick skips it too")
     a = ap.parse_args()
@@ -106,6 +107,8 @@ def main() -> None:
         peers = []
 
     out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        sys.exit(f"--out {a.out} is a file; give a directory (raw.jsonl and summary.json are written into it)")
     out.mkdir(parents=True, exist_ok=True)
     raw = (out / "raw.jsonl").open("a")
 
