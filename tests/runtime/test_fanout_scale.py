@@ -105,3 +105,52 @@ def test_a_finished_fan_out_keeps_about_ten_tracked_objects_per_child(workdir: P
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert (got["child_id"], got["notification"], got["delivered"], got["pending"]) == (True, True, True, 0)
     assert got["per_child"] < 10.5, got["per_child"]
+
+
+_QUEUED = """
+import asyncio, gc, json, sys
+from subagents import Runtime
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+
+n, seen = 2000, {}
+
+
+def fn(req: ModelRequest) -> ModelResponse:
+    if req.agent.depth > 0:
+        if "per_child" not in seen:  # the first child to run: every other one waits for a slot
+            gc.collect()
+            seen["per_child"] = (len(gc.get_objects()) - seen["before"]) / n
+        return ModelResponse(text="ok")
+    if req.messages[0].text == "warm up":
+        return ModelResponse(text="done")
+    if sum(1 for m in req.messages if m.role == "assistant") == 0:
+        return ModelResponse(tool_calls=[ToolCall("spawn_agent", {"agent_type": "general-purpose",
+                                                                  "prompt": f"t{i}", "background": True})
+                                         for i in range(n)])
+    return ModelResponse(text="done")
+
+
+async def main() -> None:
+    async with Runtime(model=FunctionModel(fn, inline=True), workdir=sys.argv[1], store=sys.argv[2],
+                       max_threads=1, when_full="queue") as rt:
+        assert (await rt.run("warm up")).text == "done"
+        gc.collect()
+        seen["before"] = len(gc.get_objects())
+        assert (await rt.run("fan out")).text == "done"
+        await rt.wait([a.id for a in rt.agents() if a.depth == 1])
+        print(json.dumps({"per_child": seen["per_child"]}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_child_waiting_for_a_slot_keeps_about_nine_tracked_objects(workdir: Path) -> None:
+    """2,000 background children queued behind ``max_threads=1``: each waits as its node, its identity, its
+    recipe, its record, its place in the queue, its todo list, and the parent's call and result for it (~9
+    objects the collector walks).  Its tool context, its lists of children and follow-ups are made only when
+    it needs them (it was ~12).  Counted as the first child runs, in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", _QUEUED, str(workdir), "memory://"], capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    per_child = json.loads(out.stdout.strip().splitlines()[-1])["per_child"]
+    assert per_child < 9.5, per_child

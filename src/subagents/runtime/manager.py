@@ -55,7 +55,7 @@ from .node import AgentNode
 from .prompts import announcement_text
 from .recorder import Recorder
 from .result import RunResult
-from .shared import latest_notes, spawn_briefing
+from .shared import Briefings, latest_notes
 from .slots import SlotPool
 from .status import Outcome, Status
 from .tree import AgentTree
@@ -105,6 +105,7 @@ class AgentManager:
         # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
         self.stop_as: tuple[Outcome, str] = (Outcome.CANCELLED, "closed before it finished")
         self.reviver = CoreReviver(self)  # builds agents' loops as they start (dormant.py)
+        self.briefings = Briefings()  # a child's briefing (siblings share one string)
 
     # ------------------------------------------------------------------------------------------
     # lookup (see AgentTree)
@@ -211,7 +212,7 @@ class AgentManager:
                 self.nicknames.release(nickname)
                 raise
         system = self.factory.system_prompt(base, d, is_child=parent is not None, mode=grant.mode,
-                                            briefing=spawn_briefing(self.cfg.briefing, parent),
+                                            briefing=self.briefings(self.cfg.briefing, parent),
                                             notes=latest_notes(self.notepad),
                                             workdir=str(worktree.root if worktree else ws.root))
         root_id = parent.root_id if parent else agent_id

@@ -169,17 +169,20 @@ def trigger_message(r: RunResult, label: str, findings: str) -> str:
     ``findings`` is the child's (possibly capped) final text; ``(no output)`` when empty.  The parent
     is told it may answer ``NO_REPLY`` when the user needs no announcement.
     """
-    lines = [f"<subagent-notification>\nA background task {_quoted(label)} ({r.nickname}, id {r.id}) "
-             f"just {r.status_label}."]
-    if not r.ok:
-        why = r.error or (f"limit {r.limit}" if r.limit else str(r.outcome))
-        lines.append(f"Reason: {why}. The findings below are its partial work.")
-    lines += ["", "Findings:", findings or "(no output)", "", f"Stats: {r.announce_stats()}", "",
-              "Summarize this naturally for the user. Keep it brief (1-2 sentences).",
-              "Do not mention technical details like tokens or stats.",
-              f"You can respond with {NO_REPLY} if no announcement is needed.",
-              "</subagent-notification>"]
-    return "\n".join(lines)
+    outcome = r.outcome
+    reason = ""
+    if outcome is not Outcome.OK:
+        why = r.error or (f"limit {r.limit}" if r.limit else str(outcome))
+        reason = f"\nReason: {why}. The findings below are its partial work."
+    return (f"<subagent-notification>\nA background task {_quoted(label)} ({r.nickname}, id {r.id}) "
+            f"just {STATUS_LABELS.get(outcome, 'failed')}.{reason}\n\nFindings:\n{findings or '(no output)'}\n\n"
+            f"Stats: {announce_stats(r.duration_s, r.usage, r.cost_usd)}{_TRIGGER_END}")
+
+
+_TRIGGER_END = ("\n\nSummarize this naturally for the user. Keep it brief (1-2 sentences).\n"
+                "Do not mention technical details like tokens or stats.\n"
+                f"You can respond with {NO_REPLY} if no announcement is needed.\n"
+                "</subagent-notification>")
 
 
 def _quoted(label: str) -> str:

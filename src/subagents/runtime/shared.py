@@ -30,7 +30,8 @@ from .factory import AgentFactory, ManagerSettings
 if TYPE_CHECKING:
     from .node import AgentNode
 
-__all__ = ["BRIEFING_TASK_CHARS", "ManagerParts", "latest_notes", "spawn_briefing", "todo_store", "tool_context"]
+__all__ = ["BRIEFING_TASK_CHARS", "Briefings", "ManagerParts", "latest_notes", "spawn_briefing", "todo_store",
+           "tool_context"]
 
 BRIEFING_TASK_CHARS = 2000
 """How much of the parent's task a child's briefing quotes."""
@@ -87,3 +88,24 @@ def spawn_briefing(static: str, parent: AgentNode | None, *, task_chars: int = B
         if todos:
             parts.append(render_todos(todos, "Its plan (todo list)"))
     return "\n\n".join(parts)
+
+
+class Briefings:
+    """:func:`spawn_briefing` for the children of one parent after another: a parent whose todo list is empty
+    gives every child it spawns with the same task the very same string (built once, its hash computed once
+    for the prompt cache of :meth:`~.factory.AgentFactory.system_prompt`)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[str, str, str, str] | None = None  # (static, parent id, parent task, briefing)
+
+    def __call__(self, static: str, parent: AgentNode | None) -> str:
+        if parent is None or parent.core.ctx.todos:
+            return spawn_briefing(static, parent)
+        last = self._last
+        if last is not None and last[0] is static and last[2] is parent.task_text and last[1] == parent.id:
+            return last[3]
+        text = spawn_briefing(static, parent)
+        self._last = (static, parent.id, parent.task_text, text)
+        return text
