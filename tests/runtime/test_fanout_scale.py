@@ -144,13 +144,13 @@ asyncio.run(main())
 """
 
 
-def test_a_child_waiting_for_a_slot_keeps_about_nine_tracked_objects(workdir: Path) -> None:
-    """2,000 background children queued behind ``max_threads=1``: each waits as its node, its identity, its
-    recipe, its record, its place in the queue, its todo list, and the parent's call and result for it (~9
+def test_a_child_waiting_for_a_slot_keeps_about_eight_tracked_objects(workdir: Path) -> None:
+    """2,000 background children queued behind ``max_threads=1``: each waits as its node (its own place in the
+    queue), its identity, its recipe, its record, its todo list, and the parent's call and result for it (~8
     objects the collector walks).  Its tool context, its lists of children and follow-ups are made only when
     it needs them (it was ~12).  Counted as the first child runs, in a fresh interpreter."""
     out = subprocess.run([sys.executable, "-c", _QUEUED, str(workdir), "memory://"], capture_output=True, text=True,
                          timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     per_child = json.loads(out.stdout.strip().splitlines()[-1])["per_child"]
-    assert per_child < 9.5, per_child
+    assert per_child < 8.5, per_child

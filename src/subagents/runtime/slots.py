@@ -65,7 +65,9 @@ class SlotPool:
         self.running = 0
         self.holders = holders  # the live agents holding a slot, to name them in a refusal
         self.when_full = when_full
-        self.waiting: OrderedDict[str, Queued] = OrderedDict()  # agent id -> entry, oldest first
+        # agent id -> entry, oldest first; the common entry (its task as prompt, nothing before) is the node alone:
+        # one object fewer per waiting agent for the garbage collector to walk
+        self.waiting: OrderedDict[str, Queued | AgentNode] = OrderedDict()
 
     def _full(self) -> bool:
         return self.running >= self.max_threads or bool(self.waiting)
@@ -101,7 +103,7 @@ class SlotPool:
     def enqueue(self, node: AgentNode, prompt: str | None,
                 before: Callable[[], Awaitable[None]] | None = None) -> int:
         """``node`` waits for a slot (last in line); returns how many agents are ahead of it."""
-        self.waiting[node.id] = (node, prompt, before)
+        self.waiting[node.id] = node if before is None and prompt is node.task_text else (node, prompt, before)
         return len(self.waiting) - 1
 
     def ahead(self, node: AgentNode) -> int | None:
@@ -136,7 +138,8 @@ class SlotPool:
             return None
         node.holds_slot = False
         if self.waiting and self.running <= self.max_threads:
-            nxt = self.waiting.popitem(last=False)[1]
+            entry = self.waiting.popitem(last=False)[1]
+            nxt: Queued = (entry, entry.task_text, None) if isinstance(entry, AgentNode) else entry
             nxt[0].holds_slot = True
             return nxt
         self.running -= 1
