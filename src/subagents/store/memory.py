@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..messages import Block, Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
+from ..messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ._lease import Lease, new_owner_id
 from .base import (
     FINAL_STATUSES,
@@ -36,9 +36,10 @@ from .base import (
 
 __all__ = ["MemoryStore", "new_owner_id"]
 
-Packed = tuple[tuple[Role, tuple[tuple[Any, ...], ...]], ...]
-"""A packed transcript: ``(role, blocks)`` per message, a block ``("t", text)``, ``("u", id, name, arguments)``
-or ``("r", tool_use_id, content, is_error)`` — tuples of plain values, which the garbage collector stops tracking."""
+Packed = tuple[Any, ...]
+"""A packed transcript: one flat tuple — per message its role and its number of blocks, then per block ``"t",
+text``, ``"u", id, name, arguments`` (a tuple of items) or ``"r", tool_use_id, content, is_error``.  Plain values
+in one tuple: the garbage collector stops tracking it at its first look (nested tuples take a look per level)."""
 _Ann = tuple[str, str, str, str, float, float | None]  # an AnnouncementRecord's fields, in order (untracked)
 
 _SHRINK_FLOOR = 64  # dicts under this many entries at their peak are never rebuilt
@@ -164,7 +165,7 @@ class MemoryStore:
         t = self.transcripts.get(run_id)
         if t is None:
             return []
-        return _unpack(t[start:]) if isinstance(t, tuple) else list(t[start:])
+        return _unpack(t)[start:] if isinstance(t, tuple) else list(t[start:])
 
     def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
         return sorted((AnnouncementRecord(*a) for a in self.announcements.values()
@@ -302,20 +303,38 @@ def _unpack_rec(packed: tuple[Any, ...]) -> RunRecord:
 
 
 def _pack(messages: list[Message]) -> Packed:
-    return tuple((m.role, tuple(_pack_block(b) for b in m.content)) for m in messages)
-
-
-def _pack_block(b: Block) -> tuple[Any, ...]:
-    if type(b) is TextBlock:
-        return ("t", b.text)
-    if type(b) is ToolUseBlock:
-        return ("u", b.id, b.name, tuple(b.arguments.items()))
-    assert type(b) is ToolResultBlock
-    return ("r", b.tool_use_id, b.content, b.is_error)
+    out: list[Any] = []
+    for m in messages:
+        out += (m.role, len(m.content))
+        for b in m.content:
+            if type(b) is TextBlock:
+                out += ("t", b.text)
+            elif type(b) is ToolUseBlock:
+                out += ("u", b.id, b.name, tuple(b.arguments.items()))
+            else:
+                assert type(b) is ToolResultBlock
+                out += ("r", b.tool_use_id, b.content, b.is_error)
+    return tuple(out)
 
 
 def _unpack(packed: Packed) -> list[Message]:
     """New message objects (a tool call's arguments copied: a reader may change what it gets)."""
-    return [Message(role, [TextBlock(b[1]) if b[0] == "t" else ToolUseBlock(b[1], b[2], dict(b[3])) if b[0] == "u"
-                           else ToolResultBlock(b[1], b[2], b[3]) for b in blocks])
-            for role, blocks in packed]
+    out: list[Message] = []
+    i, end = 0, len(packed)
+    while i < end:
+        role, n = packed[i], packed[i + 1]
+        i += 2
+        blocks: list[Block] = []
+        for _ in range(n):
+            kind = packed[i]
+            if kind == "t":
+                blocks.append(TextBlock(packed[i + 1]))
+                i += 2
+            elif kind == "u":
+                blocks.append(ToolUseBlock(packed[i + 1], packed[i + 2], dict(packed[i + 3])))
+                i += 4
+            else:
+                blocks.append(ToolResultBlock(packed[i + 1], packed[i + 2], packed[i + 3]))
+                i += 4
+        out.append(Message(role, blocks))
+    return out
