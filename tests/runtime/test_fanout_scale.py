@@ -94,9 +94,10 @@ asyncio.run(main())
 """
 
 
-def test_a_finished_fan_out_keeps_about_ten_tracked_objects_per_child(workdir: Path) -> None:
+def test_a_finished_fan_out_keeps_about_eight_tracked_objects_per_child(workdir: Path) -> None:
     """What stays of each finished child (node, result, record, announcement, the parent's call and result)
-    is ~10 objects the garbage collector walks on every full collection: the memory store keeps a child's
+    is ~7.5 objects the garbage collector walks on every full collection (~10 before its lists of children and
+    follow-ups were made on demand and its transcript packed flat): the memory store keeps a child's
     announcement as a tuple of plain values (untracked), read back as records.  Counted in a fresh interpreter:
     the test process's other objects (threads, caches of earlier tests) would blur the count."""
     out = subprocess.run([sys.executable, "-c", _MEASURE, str(workdir)], capture_output=True, text=True,
@@ -104,7 +105,7 @@ def test_a_finished_fan_out_keeps_about_ten_tracked_objects_per_child(workdir: P
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert (got["child_id"], got["notification"], got["delivered"], got["pending"]) == (True, True, True, 0)
-    assert got["per_child"] < 10.5, got["per_child"]
+    assert got["per_child"] < 8.0, got["per_child"]
 
 
 _QUEUED = """
