@@ -59,5 +59,5 @@ class Retention:
 
     def busy(self, node: AgentNode) -> bool:
         """Whether ``node`` still needs its in-memory state: unfinished, follow-ups, waiters or unrecorded acks."""
-        return (not node.status.is_final() or bool(node.followups) or bool(node.waiters)
+        return (not node.status.is_final() or bool(node.followups_) or bool(node.waiters)
                 or self.mgr.recorder.owes_acks(node.id))
