@@ -91,6 +91,38 @@ async def test_a_childs_todo_write_keeps_its_parents_list_and_the_parent_reads_t
                        "sub-agents (yours: none), or leave agent_id out to read your own list")
 
 
+async def test_a_finished_child_without_todos_keeps_no_list_and_stays_readable(workdir: Path) -> None:
+    """A child that never wrote a todo keeps no (empty) list once it is done; its parent can still read both."""
+    seen: list[str] = []
+    ids: dict[str, tuple[str, str]] = {}  # task -> (id, nickname)
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        me, n = req.agent, turns(req)
+        if me.depth == 1:
+            task = req.messages[0].text
+            ids[task] = (me.id, me.nickname)
+            if task == "busy one" and n == 0:
+                return ModelResponse(tool_calls=[todos(("look around", "in_progress"))])
+            return ModelResponse(text="child done")
+        if n == 0:
+            return ModelResponse(tool_calls=[spawn("quiet one"), spawn("busy one")])
+        if n == 1:
+            return ModelResponse(tool_calls=[ToolCall("todo_read", {"agent_id": ids[t][1]})
+                                             for t in ("quiet one", "busy one")])
+        seen.extend(results(req))
+        return ModelResponse(text="root done")
+
+    async with runtime(workdir, fn) as rt:
+        r = await rt.run("the whole task")
+        lists = rt.manager.todos[r.id]._lists
+        assert ids["quiet one"][0] not in lists  # the empty list was dropped as the child finished
+        assert lists[ids["busy one"][0]] == [{"id": "1", "content": "look around", "status": "in_progress"}]
+    assert r.text == "root done"
+    quiet, busy = seen
+    assert quiet.startswith(f"The todo list of {ids['quiet one'][1]} (general-purpose, id "), quiet
+    assert busy.endswith("[~] 1. look around"), busy
+
+
 async def test_a_grandchilds_list_by_id_and_a_siblings_list_refused(workdir: Path) -> None:
     ids: dict[str, str] = {}
     seen: dict[str, list[str]] = {}

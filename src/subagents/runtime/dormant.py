@@ -92,9 +92,9 @@ def unborn(mgr: DormantParts, node: AgentNode, model: Model, system: str, prefix
            parent: AgentNode | None, *, workspace: Any, sandbox: Any, history: list[Message] | None) -> AgentNode:
     """``node`` (new, without a core) with the recipe of its core, built when ``node.core`` is first read.
 
-    Its todo list is opened in its tree's store now (a parent's ``todo_read`` lists it while it waits); its tool
-    context is made as it starts, with the team it inherits from ``parent`` now."""
-    todo_store(mgr, node.root_id).open(node.info)
+    It is registered in its tree's todo store now (a parent's ``todo_read`` lists it while it waits); its todo list
+    and tool context are made as it starts, with the team it inherits from ``parent`` now."""
+    todo_store(mgr, node.root_id).register(node.info)
     team = parent.core.ctx.team_name if parent is not None else None
     node.release(mgr.reviver, Recipe(model, system, prefix, registry, workspace=workspace, sandbox=sandbox,
                                      team_name=team, budget_parent=parent.core.budget if parent is not None else None,
@@ -115,3 +115,6 @@ def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
         r = reviver.last = Recipe(core.model, core.system, core.system_prefix, core.registry,
                                   workspace=ctx.workspace, sandbox=ctx.sandbox)
     node.release(reviver, r)
+    store = mgr.todos.get(node.root_id)
+    if store is not None:  # its list is empty (checked above): a resumed agent opens a new one
+        store.close_empty(node.id)

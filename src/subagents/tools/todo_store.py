@@ -40,6 +40,15 @@ class TodoStore:
         self._agents[agent.id] = agent
         return self._lists.setdefault(agent.id, [])
 
+    def register(self, agent: AgentInfo) -> None:
+        """Make ``agent`` known to :meth:`find` and :meth:`descendants` without a list (one is made when it opens)."""
+        self._agents[agent.id] = agent
+
+    def close_empty(self, agent_id: str) -> None:
+        """Forget ``agent_id``'s list if it is empty (the agent stays known; :meth:`open` makes a new one)."""
+        if not self._lists.get(agent_id, True):
+            del self._lists[agent_id]
+
     def list_of(self, agent_id: str) -> list[dict[str, Any]]:
         """The list of ``agent_id`` (empty, and not kept, if it never opened one)."""
         return self._lists.get(agent_id, [])
