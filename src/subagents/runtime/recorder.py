@@ -29,13 +29,15 @@ __all__ = ["Recorder", "final_fields", "limits_dict", "stats"]
 class Recorder:
     """Writes agents' runs to the store and publishes their events (see the module docstring)."""
 
-    __slots__ = ("_acks", "bus", "nodes", "store")
+    __slots__ = ("_acks", "_gate", "_gate_batch", "bus", "nodes", "store")
 
     def __init__(self, store: Store, bus: EventBus, nodes: dict[str, AgentNode]) -> None:
         self.store = store
         self.bus = bus
         self.nodes = nodes
         self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
+        self._gate: Gate | None = None  # the last gate queued, and the store's batch its callback went with
+        self._gate_batch: int | None = None
 
     def created(self, node: AgentNode) -> None:
         """Record a new run (status ``pending_init``), then announce it (``subagent_spawned``)."""
@@ -75,12 +77,23 @@ class Recorder:
         """Hold later events until what the store was given so far is committed (only when someone listens).
 
         The gate is queued only if the store will call it on commit: with a store that writes at once (the
-        memory store) a commit point costs one small object, no queueing, no scheduling.
+        memory store) a commit point costs one small object, no queueing, no scheduling.  With a store that
+        gathers writes into batches committed whole (:attr:`SQLiteStore.gathering
+        <subagents.store.sqlite.SQLiteStore.gathering>`), the gate queued last still covers this point while
+        its batch is the one being gathered: it opens only once that batch — holding what was just written —
+        is committed, and every event after it waits behind it anyway.  So a batch gets one gate, not one
+        per status change.
         """
         if self.bus.active:
-            gate = Gate(self.bus, asyncio.get_running_loop())
-            if self.store.on_commit(gate):
-                self.bus.hold(gate)
+            loop = asyncio.get_running_loop()
+            batch: int | None = getattr(self.store, "gathering", None)
+            g = self._gate
+            if g is not None and batch is not None and batch == self._gate_batch and not g.is_open and g.loop is loop:
+                return
+            gate = Gate(self.bus, loop)
+            if self.store.on_commit(gate):  # (its callback joins batch ``batch``, read before: a hand-off it
+                self.bus.hold(gate)         # causes makes the next point's batch differ)
+                self._gate, self._gate_batch = gate, batch
 
     def set_status(self, node: AgentNode, status: Status, **fields: Any) -> None:
         node.status = status

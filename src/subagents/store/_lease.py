@@ -14,14 +14,20 @@ start time — the PID was reused), the owner is provably gone.  Otherwise only 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
+import sqlite3
+import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LEASE_S", "RENEW_S", "Lease", "new_owner_id", "process_gone", "process_identity"]
+from ._support import store_error
+
+__all__ = ["LEASE_S", "RENEW_S", "Lease", "claim_runs", "new_owner_id", "process_gone", "process_identity"]
 
 LEASE_S = 30.0
 """How long a lease holds without renewal: another runtime adopts a dead owner's runs after this."""
@@ -95,3 +101,25 @@ def process_gone(identity: str) -> bool:
         return False
     state, start = st
     return state in ("Z", "X") or start != rest
+
+
+def claim_runs(path: Path, timeout: float, owner: str, lease_s: float, expected: Mapping[str, str]) -> set[str]:
+    """Take over the runs of ``expected`` (run id -> the owner it must still have) for ``owner`` in the SQLite store
+    at ``path``: one ``BEGIN IMMEDIATE`` transaction on its own connection, renewing ``owner``'s lease with it."""
+    at = time.time()
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        got = {rid for rid, old in expected.items() if conn.execute(
+            "UPDATE runs SET owner = ? WHERE run_id = ? AND owner = ?", (owner, rid, old)).rowcount == 1}
+        if got:
+            conn.execute("INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALUES (?, ?, ?, ?)",
+                         (owner, at, at + lease_s, process_identity()))
+        conn.execute("COMMIT")
+    except sqlite3.Error as e:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise store_error(path, e, "taking over runs in it") from None
+    finally:
+        conn.close()
+    return got

@@ -30,7 +30,6 @@ must see this process's own recent writes.  A writer failure is kept and raised 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sqlite3
 import threading
@@ -60,12 +59,11 @@ from ._batch import (
     record_from_row,
 )
 from ._checkpoint import MAX_WAL_PAGES
-from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
+from ._lease import LEASE_S, RENEW_S, Lease, claim_runs, new_owner_id, process_identity
 from ._open import WRITER_PRAGMAS, open_writer
 from ._proc import ProcWriter
 from ._schema import FINAL_SQL
 from ._support import on_loop, running_loop, store_error
-from ._writer_main import RENEW as _RENEW
 from .base import (
     FINAL_STATUSES,
     AnnouncementRecord,
@@ -108,6 +106,7 @@ class SQLiteStore:
         self._pending: list[tuple[Any, ...]] = []  # ops of the batch being gathered (calling thread)
         self._npending = 0  # how many of them came through _put (the writer counts them committed)
         self._timer_loop: asyncio.AbstractEventLoop | None = None  # where the hand-off of that batch is due
+        self._batch = 0  # the number of the batch being gathered (hand-offs so far)
         self._closed = False
         self._read_lock = threading.Lock()
         self._tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
@@ -169,6 +168,7 @@ class SQLiteStore:
         hardly ever makes the event loop wait.
         """
         self._timer_loop = None
+        self._batch += 1
         ops, self._pending = self._pending, []
         n, self._npending = self._npending, 0
         if not ops:
@@ -188,6 +188,12 @@ class SQLiteStore:
             self._w.error = store_error(self.path, e, "preparing a write")
             stmts.calls.clear()
         self._w.submit((stmts.calls, signals, n))
+
+    @property
+    def gathering(self) -> int | None:
+        """The batch being gathered (``None`` once failed or closed): :meth:`on_commit` callbacks asked while it stays
+        the same run together, after the commit of every write made until it changes (one event gate per batch)."""
+        return None if self._w.error is not None or self._closed else self._batch
 
     async def room(self) -> None:
         """Wait, without blocking the event loop, while the backlog is over half its bound (back-pressure
@@ -242,22 +248,7 @@ class SQLiteStore:
             return set()
         self.flush()
         self._hold_lease()
-        at = time.time()
-        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            got = {rid for rid, old in expected.items() if conn.execute(
-                "UPDATE runs SET owner = ? WHERE run_id = ? AND owner = ?", (self.owner, rid, old)).rowcount == 1}
-            if got:
-                conn.execute(_RENEW, (self.owner, at, at + self.lease_s, process_identity()))
-            conn.execute("COMMIT")
-        except sqlite3.Error as e:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise store_error(self.path, e, "taking over runs in it") from None
-        finally:
-            conn.close()
-        return got
+        return claim_runs(self.path, self._timeout, self.owner, self.lease_s, expected)
 
     def release_lease(self, owner: str) -> None:
         if owner == self.owner:
