@@ -1,7 +1,7 @@
 """How the PostgreSQL store writes a batch: the net effect of its ops (:class:`~subagents.store._batch.Plan`,
 shared with SQLite) as PostgreSQL statements.
 
-The rows are built on the calling thread, as for SQLite (:func:`record_row` is SQLite's row codec: the
+The rows are built on the calling thread (:func:`record_row` is SQLite's row codec, :mod:`._fold`: the
 tables have the same columns); the writer thread runs the recorded statements in one transaction, in one
 pipeline.  Set-based, so the server runs a few statements per batch, not one per row: the rows of a
 statement travel as one JSON array, read back by ``json_populate_recordset(NULL::table, ...)``, which types
@@ -17,10 +17,8 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ._batch import ANN_COLS, Plan, Recorder, message_json
-from ._batch import _col_value as col_value
-from ._batch import _encode as encode
-from ._batch import _record_row as record_row
+from ._batch import Plan
+from ._fold import ANN_COLS, Recorder, col_value, encode, message_json, record_row
 from ._pg_support import clean
 from ._schema import RUN_COLUMNS
 
@@ -84,8 +82,7 @@ def apply_plan(plan: Plan, c: Recorder, tails: dict[str, int]) -> None:
     if plan.trans:
         _transcript(plan, c, tails)
     if plan.anns:
-        c.execute(_ADD_ANNOUNCEMENTS, (rows_json(_ANN_COLS, [(a.id, a.parent_id, a.child_id, a.text, a.created_at,
-                                                              a.delivered_at) for a in plan.anns.values()]),))
+        c.execute(_ADD_ANNOUNCEMENTS, (rows_json(_ANN_COLS, plan.anns.values()),))
     if plan.delivered:
         c.execute("UPDATE announcements a SET delivered_at = x.at FROM unnest(%s::text[], %s::float8[]) AS x(id, at) "
                   "WHERE a.id = x.id AND a.delivered_at IS NULL",

@@ -1,12 +1,12 @@
 """The calling side of the SQLite store's writer process (:mod:`._writer_main`): no thread in this process.
 
-Batches prepared here (:mod:`._batch`) go :mod:`marshal`-encoded to the writer's standard input; the writer
-commits and replies how many batches it committed.  The event loop reads the replies itself
-(``loop.add_reader``: no second thread competes with it for the GIL; the writer's CPU runs on another core)
-and writes large batches as the pipe drains (``add_writer``); a caller without a loop reads and writes the
-pipe blocking (:meth:`ProcWriter.wait`).  The writer starts on the first write: a store only read never
-starts one.  :attr:`ProcWriter.submitted` - :attr:`ProcWriter.committed` is the **backlog**, what a SIGKILL
-of this process can lose at most.
+Batches of plain operations (:mod:`._batch`) go :mod:`marshal`-encoded to the writer's standard input; the
+writer folds them into statements (:mod:`._fold`), commits and replies how many batches it committed.  The event
+loop reads the replies itself (``loop.add_reader``: no second thread competes with it for the GIL; the writer's
+CPU runs on another core) and writes large batches as the pipe drains (``add_writer``); a caller without a loop
+reads and writes the pipe blocking (:meth:`ProcWriter.wait`).  The writer starts on the first write: a store
+only read never starts one.  :attr:`ProcWriter.submitted` - :attr:`ProcWriter.committed` is the **backlog**,
+what a SIGKILL of this process can lose at most.
 """
 
 from __future__ import annotations
@@ -30,22 +30,15 @@ from typing import Any
 from ..exceptions import StoreError
 from ._batch import CALL, FLUSH
 from ._support import running_loop, store_error
+from ._wire import frame, writer_error
 from ._writer import _call_all, _resolve  # (the thread writer's: the same hand-over on the loop)
 from ._writer_main import BATCH, DONE, HEADER, KICK, LEASE, STATS, STOP_FRAME
 
 __all__ = ["Batch", "ProcWriter"]
 
-Batch = tuple[list[tuple[str, Any, bool]], list[tuple[Any, ...]], int]  # (statements, signals, operations)
+Batch = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], int]  # (plain operations, signals, operations counted)
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # (Linux)
 _SCRIPT = str(Path(__file__).with_name("_writer_main.py"))
-
-
-class _Failure(Exception):
-    """An error the writer process reported, for :func:`store_error`'s wording (``_OSFailure``: an ``OSError``)."""
-
-
-class _OSFailure(OSError):
-    pass
 
 
 class ProcWriter:
@@ -102,13 +95,9 @@ class ProcWriter:
         event loop's ``add_writer``, or a blocking wait): a large batch never blocks the loop on a full pipe."""
         if self.proc is None:
             self._start()
-        try:
-            data = marshal.dumps(msg)
-        except ValueError:  # a subclass of a plain type (a str enum): sent as the plain value
-            data = _plain(msg)
+        data = frame(msg)
         if self._wfd < 0:
             return  # the writer is gone: the store has failed already
-        self._out += HEADER.pack(len(data))
         self._out += data
         self._write()
         if self._out:
@@ -150,15 +139,15 @@ class ProcWriter:
                 self._send((LEASE, None))
 
     def submit(self, batch: Batch) -> None:
-        """Send a prepared batch to the writer."""
-        calls, signals, n = batch
+        """Send a batch to the writer (it folds and commits it)."""
+        ops, signals, n = batch
         self.inflight += 1
         self._batches.append((n, signals))
         if self.error is not None:  # (nothing more is written; the batch is answered at once)
             self._answer(1)
             return
         try:
-            self._send((BATCH, calls))
+            self._send((BATCH, ops))
         except ValueError as e:  # a value no column can hold (as sqlite3 would refuse to bind it)
             self.error = store_error(self.path, e, "writing to it")
             self._answer(1)
@@ -225,9 +214,7 @@ class ProcWriter:
             if msg[0] == DONE:
                 done += msg[1]
                 if msg[2] is not None and self.error is None:
-                    kind, text = msg[2]
-                    e: Exception = _OSFailure(text) if kind == "os" else _Failure(text)
-                    self.error = store_error(self.path, e, "writing to it")
+                    self.error = writer_error(self.path, msg[2])
             elif msg[0] == STATS:
                 self._stats = msg[1]
         del buf[:at]
@@ -390,11 +377,3 @@ class ProcWriter:
                 if f is not None:
                     f.close()
 
-
-def _plain(msg: Any) -> bytes:
-    """``marshal`` of ``msg`` with each subclass of a plain type (a str enum) made the plain value."""
-    def conv(v: Any) -> Any:
-        if isinstance(v, (list, tuple)):
-            return [conv(x) for x in v]
-        return next((t(v) for t in (str, int, float, bytes) if isinstance(v, t)), v)  # type: ignore[arg-type]
-    return marshal.dumps(conv(msg))

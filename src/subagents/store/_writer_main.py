@@ -1,16 +1,18 @@
 """The SQLite store's writer **process**: a small script, run as ``python -I -S _writer_main.py CONFIG``.
 
 It imports the standard library only (never the ``subagents`` package: that costs ~275 ms; this starts in
-~20 ms) and loads :mod:`._checkpoint` by its file path.  The calling side is
+~20 ms) and loads :mod:`._checkpoint` and :mod:`._fold` (with :mod:`._schema`) by their file paths.  The calling side is
 :class:`~subagents.store._proc.ProcWriter`.
 
 Protocol (both ways: frames of a 4-byte little-endian length and a :mod:`marshal` payload):
 
-- parent -> writer, on standard input: ``(BATCH, calls)`` — statements ``(sql, params, many)`` to commit in
-  call order; ``(LEASE, owner, lease_s, renew_s, process)`` — renew that lease with the next transaction and
-  every ``renew_s`` after (``(LEASE, None)``: stop renewing); ``(STATS,)``; ``(KICK,)`` — checkpoint now.
+- parent -> writer, on standard input: ``(BATCH, ops)`` — the plain operations of one batch (:mod:`._fold`),
+  folded into statements here and committed in call order; ``(LEASE, owner, lease_s, renew_s, process)`` —
+  renew that lease with the next transaction and every ``renew_s`` after (``(LEASE, None)``: stop renewing);
+  ``(STATS,)``; ``(KICK,)`` — checkpoint now.
 - writer -> parent, on standard output: ``(DONE, n, error)`` — the next ``n`` batches are committed (or
-  failed: ``error`` is ``(kind, message)`` of the first failure, after which nothing more is committed);
+  failed: ``error`` is ``(kind, message)`` of the first failure, after which nothing more is committed; kind
+  ``PREPARE``: a batch that could not be made into statements — the batches before it are committed);
   ``(STATS, {...})``.
 
 Everything readable on standard input is committed in **one** transaction (group commit).  End of input —
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 BATCH, LEASE, STATS, KICK, DONE, STOP = range(6)
+PREPARE = "prepare"  # the kind of an error met folding a batch (a value JSON cannot encode)
 HEADER = struct.Struct("<I")
 STOP_FRAME = HEADER.pack(len(marshal.dumps((STOP,)))) + marshal.dumps((STOP,))
 """The parent's last frame when it closes the store (end of input without it: the parent died)."""
@@ -44,11 +47,13 @@ RENEW = "INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALU
 _PARENT_CHECK_S = 1.0  # how often an idle writer checks that its parent is still the same process
 
 
-def _load_checkpoint() -> Any:
-    spec = importlib.util.spec_from_file_location("_subagents_checkpoint", Path(__file__).with_name("_checkpoint.py"))
+def _load(name: str) -> Any:
+    """A standard-library-only module of this folder, by its file path (:func:`._fold.sibling` loads the rest)."""
+    full = f"_subagents{name}"
+    spec = importlib.util.spec_from_file_location(full, Path(__file__).with_name(f"{name}.py"))
     assert spec is not None
     assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
+    mod = sys.modules[full] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
@@ -64,7 +69,9 @@ class WriterProcess:
         self.conn = sqlite3.connect(self.path, timeout=cfg["timeout"], isolation_level=None)
         for pragma in cfg["pragmas"]:
             self.conn.execute(pragma)
-        self.ckpt = _load_checkpoint().Checkpointer(Path(self.path), interval_s=cfg["checkpoint_s"],
+        self.prepare = _load("_fold").prepare
+        self.tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
+        self.ckpt = _load("_checkpoint").Checkpointer(Path(self.path), interval_s=cfg["checkpoint_s"],
                                                     max_wal_pages=cfg["max_wal_pages"], timeout=cfg["timeout"])
         self.error: tuple[str, str] | None = None
         self.lease: tuple[str, float, float, str] | None = None  # owner, lease_s, renew_s, process
@@ -124,14 +131,11 @@ class WriterProcess:
 
     # -- work -----------------------------------------------------------------------------------------
     def handle(self, frames: list[Any]) -> None:
-        calls: list[Any] = []
-        nbatches = 0
+        calls, failed = self.statements([f[1] for f in frames if f[0] == BATCH])
+        nbatches = sum(1 for f in frames if f[0] == BATCH)
         for f in frames:
             code = f[0]
-            if code == BATCH:
-                calls.extend(f[1])
-                nbatches += 1
-            elif code == LEASE:
+            if code == LEASE:
                 self.lease = None if f[1] is None else f[1:]
                 self.next_renewal = 0.0
             elif code == STATS:
@@ -148,12 +152,26 @@ class WriterProcess:
             calls.insert(0, renew)
         if self.error is None:
             self.commit(calls)
+            if self.error is None and failed is not None:
+                self.error = failed
         if nbatches:
             self.reply((DONE, nbatches, self.error))
         if self.ckpt.restart_due:  # the WAL grew past its bound: start it over, between our own transactions
             self.ckpt.restart_due = False
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
+
+    def statements(self, batches: list[Any]) -> tuple[list[Any], tuple[str, str] | None]:
+        """The statements of ``batches`` in order, and the error of a batch that could not be prepared (a value
+        JSON cannot encode): that batch and the later ones are not written, the earlier ones are."""
+        calls: list[Any] = []
+        if self.error is None:
+            for ops in batches:
+                try:
+                    calls.extend(self.prepare(ops, self.tails))
+                except (ValueError, TypeError, OverflowError, KeyError, IndexError) as e:
+                    return calls, (PREPARE, f"{type(e).__name__}: {e}")
+        return calls, None
 
     def renewal(self) -> tuple[str, Any, bool] | None:
         lease, now = self.lease, time.monotonic()

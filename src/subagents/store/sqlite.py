@@ -50,13 +50,12 @@ from ._batch import (
     DELETE,
     DELIVER,
     FINISH,
-    FLUSH,
     SQL,
-    STOP,
     UPDATE,
-    Plan,
-    Recorder,
+    announcement_values,
+    message_values,
     record_from_row,
+    record_values,
 )
 from ._checkpoint import MAX_WAL_PAGES
 from ._lease import LEASE_S, RENEW_S, Lease, claim_runs, new_owner_id, process_identity
@@ -109,7 +108,6 @@ class SQLiteStore:
         self._batch = 0  # the number of the batch being gathered (hand-offs so far)
         self._closed = False
         self._read_lock = threading.Lock()
-        self._tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
         wconn, self.migrated_from = open_writer(self.path, timeout, durable)
         wconn.close()  # the writer process opens its own, on the first write
         try:
@@ -162,32 +160,17 @@ class SQLiteStore:
         self._handoff()
 
     def _handoff(self) -> None:
-        """Fold the pending ops into statements (on the calling thread) and queue them for the writer.
-
-        Preparing here keeps the writer's use of the GIL to a few short calls per batch, so it
-        hardly ever makes the event loop wait.
-        """
+        """Send the pending operations to the writer process, which folds them into statements and commits."""
         self._timer_loop = None
         self._batch += 1
         ops, self._pending = self._pending, []
         n, self._npending = self._npending, 0
         if not ops:
             return
-        plan = Plan()
-        signals: list[tuple[Any, ...]] = []
-        for op in ops:
-            if op[0] in (FLUSH, CALL, STOP):
-                signals.append(op)
-            else:
-                plan.add(op)
-        stmts = Recorder()
-        try:
-            if not plan.empty():
-                plan.apply(stmts, self._tails)
-        except (ValueError, TypeError, OverflowError) as e:
-            self._w.error = store_error(self.path, e, "preparing a write")
-            stmts.calls.clear()
-        self._w.submit((stmts.calls, signals, n))
+        signals = [op for op in ops if op[0] >= CALL]
+        if signals:
+            ops = [op for op in ops if op[0] < CALL]
+        self._w.submit((ops, signals, n))
 
     @property
     def gathering(self) -> int | None:
@@ -210,7 +193,7 @@ class SQLiteStore:
             rec.owner = self.owner
         if rec.owner == self.owner:
             self._hold_lease()
-        self._put((CREATE, rec))
+        self._put((CREATE, record_values(rec)))
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         check_run_fields(fields)
@@ -224,13 +207,12 @@ class SQLiteStore:
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
                         delivered: Sequence[str] = (), at: float = 0.0) -> None:
-        self._put((APPEND, run_id, start_seq, tuple(messages), tuple(delivered), at))
+        self._put((APPEND, run_id, start_seq, tuple([message_values(m) for m in messages]), tuple(delivered), at))
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
         check_run_fields(fields)
-        a = announcement  # copied (not by dataclasses.replace: slow); the caller may change its own
-        ann = a and AnnouncementRecord(a.id, a.parent_id, a.child_id, a.text, a.created_at, a.delivered_at)
-        self._put((FINISH, run_id, dict(stamp_archive_at(fields, self.archive_after_s, time.time())), ann))
+        self._put((FINISH, run_id, dict(stamp_archive_at(fields, self.archive_after_s, time.time())),
+                   announcement_values(announcement)))
 
     def mark_delivered(self, announcement_id: str, at: float) -> None:
         self._put((DELIVER, announcement_id, at))
