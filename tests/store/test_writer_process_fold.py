@@ -64,7 +64,8 @@ def test_a_value_json_cannot_encode_fails_the_store_and_keeps_the_batches_before
         with pytest.raises(StoreError) as e:
             s.flush()
         assert "preparing a write" in str(e.value)
-        assert "TypeError" in str(e.value) and "set" in str(e.value)
+        assert "TypeError" in str(e.value)
+        assert "set" in str(e.value)
         with pytest.raises(StoreError):
             s.create_run(rec("later"))
     finally:
