@@ -17,23 +17,7 @@ from typing import Any
 
 from ..messages import Message, TextBlock, ToolUseBlock
 from . import _fold
-from ._fold import (
-    ANN_COLS,
-    APPEND,
-    CALL,
-    CREATE,
-    DELETE,
-    DELIVER,
-    FINISH,
-    FLUSH,
-    SQL,
-    STOP,
-    TEXT,
-    TOOL_RESULT,
-    TOOL_USE,
-    UPDATE,
-    Recorder,
-)
+from ._fold import ANN_COLS, TEXT, TOOL_RESULT, TOOL_USE, Recorder
 from ._schema import FINAL_SQL, PROMPT_SQL, RUN_COLUMNS, SWEEP_KEY
 from .base import AnnouncementRecord, RunRecord
 
@@ -41,6 +25,7 @@ __all__ = ["ANN_COLS", "APPEND", "CALL", "COLS_SQL", "CREATE", "DELETE", "DELIVE
            "SQL", "STOP", "UPDATE", "Plan", "Recorder", "announcement_values", "message_json", "message_values",
            "plain_op", "record_from_row", "record_values"]
 
+CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = _fold.CODES  # (the operations' codes)
 RUN_FIELDS = frozenset(RUN_COLUMNS)
 #: What reads select for a run, in ``RUN_COLUMNS`` order: the system prompt comes from ``prompts`` (schema 5;
 #: a run written before keeps its own text in ``runs.system_prompt``, with no ``prompt_key``).

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 __all__ = ["ANN_COLS", "RUN_COLUMNS", "Plan", "Recorder", "col_value", "encode", "message_json", "record_row",
            "sibling"]
 
-CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = range(10)  # operation codes
+CODES = CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = tuple(range(10))  # operations
 TEXT, TOOL_USE, TOOL_RESULT = range(3)  # the kinds of a plain message's blocks
 
 

@@ -1,8 +1,8 @@
 """The SQLite store's writer **process**: a small script, run as ``python -I -S _writer_main.py CONFIG``.
 
-It imports the standard library only (never the ``subagents`` package: that costs ~275 ms; this starts in
-~20 ms) and loads :mod:`._checkpoint` and :mod:`._fold` (with :mod:`._schema`) by their file paths.  The calling side is
-:class:`~subagents.store._proc.ProcWriter`.
+It imports the standard library only (never the ``subagents`` package: that costs ~275 ms; this starts in ~20
+ms) and runs :mod:`._fold` from its file (which loads :mod:`._schema` and :mod:`._checkpoint` by their file
+paths).  The calling side is :class:`~subagents.store._proc.ProcWriter`.
 
 Protocol (both ways: frames of a 4-byte little-endian length and a :mod:`marshal` payload):
 
@@ -25,10 +25,10 @@ decides when the store closes (a Ctrl-C in a terminal reaches the whole process 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import marshal
 import os
+import runpy
 import select
 import signal
 import sqlite3
@@ -47,15 +47,9 @@ RENEW = "INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALU
 _PARENT_CHECK_S = 1.0  # how often an idle writer checks that its parent is still the same process
 
 
-def _load(name: str) -> Any:
-    """A standard-library-only module of this folder, by its file path (:func:`._fold.sibling` loads the rest)."""
-    full = f"_subagents{name}"
-    spec = importlib.util.spec_from_file_location(full, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None
-    assert spec.loader is not None
-    mod = sys.modules[full] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _load_fold() -> dict[str, Any]:
+    """:mod:`._fold`'s names, run from its file (it loads its own standard-library-only siblings the same way)."""
+    return runpy.run_path(str(Path(__file__).with_name("_fold.py")), run_name="_subagents_fold")
 
 
 def _error(e: BaseException) -> tuple[str, str]:
@@ -69,9 +63,10 @@ class WriterProcess:
         self.conn = sqlite3.connect(self.path, timeout=cfg["timeout"], isolation_level=None)
         for pragma in cfg["pragmas"]:
             self.conn.execute(pragma)
-        self.prepare = _load("_fold").prepare
+        fold = _load_fold()
+        self.prepare = fold["prepare"]
         self.tails: dict[str, int] = {}  # run id -> next transcript seq written by the batches prepared so far
-        self.ckpt = _load("_checkpoint").Checkpointer(Path(self.path), interval_s=cfg["checkpoint_s"],
+        self.ckpt = fold["sibling"]("_checkpoint").Checkpointer(Path(self.path), interval_s=cfg["checkpoint_s"],
                                                     max_wal_pages=cfg["max_wal_pages"], timeout=cfg["timeout"])
         self.error: tuple[str, str] | None = None
         self.lease: tuple[str, float, float, str] | None = None  # owner, lease_s, renew_s, process
