@@ -193,7 +193,8 @@ def bench_store(a: argparse.Namespace, d: str) -> dict[str, Any]:
 async def live_round(d: str, n: int, due: bool) -> dict[str, Any]:
     from ours import PARENT_TEXT, Script
 
-    from subagents import FunctionModel, Runtime
+    from subagents import Runtime
+    from subagents.models import FunctionModel
 
     script = Script()
     rt = Runtime(model=FunctionModel(script, inline=True), workdir=d, store=f"sqlite:///{d}/state.db",
