@@ -14,7 +14,6 @@ tracking it) and its (small) transcript packed into tuples of plain values — b
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import operator
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 from ..messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ._lease import Lease, new_owner_id
+from ._sweep import SweepOrder
 from .base import (
     FINAL_STATUSES,
     AnnouncementRecord,
@@ -50,7 +50,7 @@ _FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(RunRecord))) 
 _NAMES = frozenset(f.name for f in dataclasses.fields(RunRecord)) - {"run_id"}  # what an update may set
 _DICTS = tuple(i for i, f in enumerate(dataclasses.fields(RunRecord)) if f.default_factory is dict)
 _PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed (see _pack)
-_SHRUNK = ("runs", "transcripts", "announcements", "audit", "_swept", "_anns_of")
+_SHRUNK = ("runs", "transcripts", "announcements", "audit", "_anns_of")
 
 
 class MemoryStore:
@@ -68,8 +68,7 @@ class MemoryStore:
         self.requests: list[Request] = []
         self.audit: dict[str, list[AuditRecord]] = {}
         self.archive_after_s: float | None = None
-        self._sweep: list[tuple[float, str]] = []   # sorted sweep keys of candidates (some may be stale)
-        self._swept: dict[str, tuple[float, str]] = {}  # run id -> its key in _sweep (the current one)
+        self._sweep = SweepOrder()  # the candidates (final, unarchived runs) in sweep order
         self._peak: dict[str, int] = dict.fromkeys(_SHRUNK, 0)
 
     def create_run(self, rec: RunRecord) -> None:
@@ -103,13 +102,7 @@ class MemoryStore:
 
     def _index(self, rec: RunRecord) -> None:
         """Keep ``rec`` in the sweep order if it is a candidate (final, unarchived) under its current key."""
-        if rec.status not in FINAL_STATUSES or rec.archived:
-            self._swept.pop(rec.run_id, None)  # its entry in _sweep is stale now: dropped when read
-            return
-        key = sweep_key(rec)
-        if self._swept.get(rec.run_id) != key:
-            self._swept[rec.run_id] = key
-            bisect.insort(self._sweep, key)
+        self._sweep.set(rec.run_id, None if rec.status not in FINAL_STATUSES or rec.archived else sweep_key(rec))
 
     def append_messages(self, run_id: str, start_seq: int, messages: Sequence[Message],
                         delivered: Sequence[str] = (), at: float = 0.0) -> None:
@@ -191,15 +184,11 @@ class MemoryStore:
                 del self.announcements[k]
         if kept:
             self._anns_of[run_id] = kept
-        self._swept.pop(run_id, None)
+        self._sweep.set(run_id, None)
         self._shrink()
 
     def _shrink(self) -> None:
         """Rebuild the dicts that deletions left under a quarter of their peak: their memory goes back."""
-        stale = len(self._sweep) - len(self._swept)
-        if stale > max(_SHRINK_FLOOR, len(self._swept)):  # drop the entries of deleted and archived runs
-            swept = self._swept
-            self._sweep = [k for k in self._sweep if swept.get(k[1]) == k]
         peak = self._peak
         for name in _SHRUNK:
             d: dict[str, Any] = getattr(self, name)
@@ -213,22 +202,10 @@ class MemoryStore:
     def cleanup_candidates(self, now: float, limit: int | None = None,
                            after: tuple[float, str] | None = None) -> list[RunRecord]:
         if limit is None:
-            due = [r for rid in self._swept if (r := _copy(self.runs[rid])).cleanup == "delete"
+            due = [r for rid in self._sweep.ids() if (r := _copy(self.runs[rid])).cleanup == "delete"
                    or r.archive_at is None or r.archive_at <= now]
             return sorted(due, key=lambda r: r.created_at)
-        keys, swept = self._sweep, self._swept
-        out: list[RunRecord] = []
-        i = j = bisect.bisect_right(keys, after) if after is not None else 0
-        live: list[tuple[float, str]] = []
-        while j < len(keys) and keys[j][0] <= now and len(out) < limit:
-            key = keys[j]
-            j += 1
-            if swept.get(key[1]) == key and (not live or live[-1] != key):  # else stale (the run was deleted,
-                # archived or changed its key since) or a duplicate
-                live.append(key)
-                out.append(_copy(self.runs[key[1]]))
-        keys[i:j] = live  # drop the stale entries read (the list shrinks when they were many)
-        return out
+        return [_copy(self.runs[rid]) for rid in self._sweep.page(now, limit, after)]
 
     def renew_lease(self, owner: str, at: float, expires_at: float, process: str = "") -> None:
         self.leases[owner] = Lease(owner, at, expires_at, process)
