@@ -14,16 +14,10 @@ from typing import Any
 import pytest
 
 from subagents import Runtime
-from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+from subagents.models import FunctionModel
 from subagents.runtime.events import Event
 
-
-def script(req: ModelRequest) -> ModelResponse:
-    if req.agent.depth > 0:
-        return ModelResponse("child done")
-    if req.messages[-1].tool_results:
-        return ModelResponse("parent done")
-    return ModelResponse("", [ToolCall("spawn_agent", {"agent_type": "general-purpose", "prompt": "go"})])
+from .test_events_cycle import script  # the watched cycle: a foreground spawn, the child answers
 
 
 @pytest.mark.timeout(60)
