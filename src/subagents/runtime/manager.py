@@ -181,11 +181,12 @@ class AgentManager:
         self.nodes[node.id] = node
         if parent is not None:
             parent.children.append(node.id)
-        self.recorder.created(node)
         if reservation.queued:  # no slot free (when_full="queue"): it starts when one frees (see finish)
+            self.recorder.created(node)
             self.recorder.emit(node, "subagent_queued", ahead=self.slots.enqueue(node, None if history else prompt))
-        else:
-            self.start(node, None if history else prompt)
+        else:  # it starts now: recorded as started in the same write (no second write as its first step runs)
+            self.recorder.created(node, started=True)
+            self.start(node, None if history else prompt, recorded=True)
         return node
 
     def assemble(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
@@ -227,10 +228,12 @@ class AgentManager:
     # ------------------------------------------------------------------------------------------
     # running
     def start(self, node: AgentNode, prompt: str | None, *,
-              before: Callable[[], Awaitable[None]] | None = None) -> None:
+              before: Callable[[], Awaitable[None]] | None = None, recorded: bool = False) -> None:
         """Hand ``node`` to the executor: run it (``prompt``: the new user message, ``None`` to continue its
-        transcript), after ``before()`` when given (recovery hands over results the transcript waits for)."""
-        body = partial(self.drive, node, prompt) if before is None else partial(self._drive_after, before, node, prompt)
+        transcript), after ``before()`` when given (recovery hands over results the transcript waits for);
+        ``recorded``: its record already says it started (:meth:`.Recorder.created` with ``started``)."""
+        body = (partial(self.drive, node, prompt, recorded) if before is None
+                else partial(self._drive_after, before, node, prompt))
         node.task = self.executor.start_run(node.id, f"agent:{node.nickname}", body)
 
     async def _drive_after(self, before: Callable[[], Awaitable[None]], node: AgentNode, prompt: str | None
@@ -238,11 +241,15 @@ class AgentManager:
         await before()
         return await self.drive(node, prompt)
 
-    async def drive(self, node: AgentNode, prompt: str | None) -> RunResult:
-        """Run ``node`` to its end and record the end (the body every executor runs)."""
+    async def drive(self, node: AgentNode, prompt: str | None, recorded: bool = False) -> RunResult:
+        """Run ``node`` to its end and record the end (the body every executor runs); ``recorded``: its record
+        already says it started (``running``, this run counted), so only its status event is left to tell."""
         await self.store.room()  # back-pressure: a store whose writer is behind makes new runs wait
         node.runs += 1
-        self.recorder.set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
+        if recorded:
+            self.recorder.started(node)
+        else:
+            self.recorder.set_status(node, Status.RUNNING, started_at=time.time(), runs=node.runs)
         try:
             if self.prepare is not None:
                 await self.prepare(node)

@@ -25,6 +25,8 @@ from .structured import OutputSpec, attach, stored
 
 __all__ = ["Recorder", "final_fields", "limits_dict", "stats"]
 
+_RUNNING, _PENDING = str(Status.RUNNING), str(Status.PENDING_INIT)
+
 
 class Recorder:
     """Writes agents' runs to the store and publishes their events (see the module docstring)."""
@@ -39,18 +41,26 @@ class Recorder:
         self._gate: Gate | None = None  # the last gate queued, and the store's batch its callback went with
         self._gate_batch: int | None = None
 
-    def created(self, node: AgentNode) -> None:
-        """Record a new run (status ``pending_init``), then announce it (``subagent_spawned``)."""
+    def created(self, node: AgentNode, *, started: bool = False) -> None:
+        """Record a new run (status ``pending_init``), then announce it (``subagent_spawned``).
+
+        ``started``: it is handed to the executor at once, so it is recorded as started (``running``, its first
+        run counted) in this one write rather than in a second one as its first step runs; that step then only
+        tells it (:meth:`started`).  A crash in between finds an open run either way (recovery treats both
+        statuses alike)."""
         i = node.info
         parent = self.nodes.get(i.parent_id) if i.parent_id else None
+        now = time.time()
         self.store.create_run(RunRecord(
             run_id=i.id, agent_id=i.id, nickname=i.nickname, agent_type=i.agent_type, task=node.task_text,
             child_session_key=f"agent:{i.agent_type}:subagent:{i.id}",
             requester_session_key=(f"agent:{parent.info.agent_type}:subagent:{parent.id}" if parent else None),
             parent_id=i.parent_id, root_id=node.root_id, depth=i.depth, label=node.label, model=node.model_name,
-            cleanup=node.cleanup, background=node.background, created_at=time.time(),
+            cleanup=node.cleanup, background=node.background, created_at=now,
             system_prompt=node.system_prompt, limits=limits_dict(node.limits), permission_mode=node.mode,
             worktree=worktree_record(node.worktree),
+            status=_RUNNING if started else _PENDING, started_at=now if started else None,
+            runs=node.runs + 1 if started else node.runs,
         ))
         if self.bus.active:  # (the event's fields are built only when someone listens)
             self.commit_point()
@@ -102,6 +112,14 @@ class Recorder:
         if self.bus.active:
             self.commit_point()
             self.emit(node, "subagent_status_changed", status=str(status))
+
+    def started(self, node: AgentNode) -> None:
+        """``node``'s first step runs, its record already saying so (:meth:`created` with ``started``): it is
+        ``running`` now, and told as :meth:`set_status` tells it."""
+        node.status = Status.RUNNING
+        if self.bus.active:
+            self.commit_point()
+            self.emit(node, "subagent_status_changed", status=_RUNNING)
 
     def update(self, node: AgentNode, fields: dict[str, Any]) -> None:
         """Record other fields of a run (no event)."""

@@ -49,6 +49,8 @@ _FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(RunRecord))) 
 # holds a dict, even an untracked one
 _NAMES = frozenset(f.name for f in dataclasses.fields(RunRecord)) - {"run_id"}  # what an update may set
 _DICTS = tuple(i for i, f in enumerate(dataclasses.fields(RunRecord)) if f.default_factory is dict)
+_POS = {f.name: i for i, f in enumerate(dataclasses.fields(RunRecord))}  # field name -> its place in the tuple
+_ARCHIVED, _CLEANUP, _ARCHIVE_AT, _ENDED_AT = _POS["archived"], _POS["cleanup"], _POS["archive_at"], _POS["ended_at"]
 _PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed (see _pack)
 _SHRUNK = ("runs", "transcripts", "announcements", "audit", "_anns_of")
 
@@ -118,7 +120,19 @@ class MemoryStore:
             self.mark_delivered(ann_id, at)
 
     def finish_run(self, run_id: str, fields: dict[str, Any], announcement: AnnouncementRecord | None) -> None:
-        self.update_run(run_id, stamp_archive_at(fields, self.archive_after_s, time.time()))
+        fields = stamp_archive_at(fields, self.archive_after_s, time.time())
+        rec = self.runs.get(run_id)
+        if type(rec) is RunRecord and fields.get("status") in FINAL_STATUSES and _NAMES.issuperset(fields):
+            # a live run ends: its fields go straight into the tuple it is kept as (no update, then pack)
+            values = list(_FIELDS(rec))
+            for k, v in fields.items():
+                values[_POS[k]] = v
+            for i in _DICTS:
+                values[i] = tuple(values[i].items())
+            self.runs[run_id] = tuple(values)
+            self._sweep.set(run_id, None if values[_ARCHIVED] else _sweep_key(values))
+        else:
+            self.update_run(run_id, fields)
         t = self.transcripts.get(run_id)
         if type(t) is list:  # packed: tuples of strings instead of a list, its messages and their blocks
             if not t:
@@ -262,6 +276,13 @@ class MemoryStore:
 def _copy(r: RunRecord | tuple[Any, ...]) -> RunRecord:
     """A new record object with the fields of ``r`` (a record, or a final run's tuple of fields)."""
     return _unpack_rec(r) if isinstance(r, tuple) else dataclasses.replace(r)
+
+
+def _sweep_key(values: list[Any]) -> tuple[float, str]:
+    """:func:`~subagents.store.base.sweep_key` of a record given as its fields' values, in order."""
+    if values[_CLEANUP] != "delete" and values[_ARCHIVE_AT] is not None:
+        return values[_ARCHIVE_AT], values[0]
+    return values[_ENDED_AT] or 0.0, values[0]
 
 
 def _pack_rec(rec: RunRecord) -> tuple[Any, ...]:
