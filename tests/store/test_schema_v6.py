@@ -11,7 +11,8 @@ import pytest
 from subagents.store._schema import _MIGRATIONS, SCHEMA_VERSION, _statements
 from subagents.store.base import RunRecord
 from subagents.store.sqlite import SQLiteStore
-from subagents.teams.sqlite import _CLAIM, _CLAIM_NEXT, SQLiteTeamStore
+from subagents.teams._sql import _CLAIM
+from subagents.teams.sqlite import SQLiteTeamStore
 
 TEAM_TABLES = {"teams", "team_members", "tasks", "task_deps", "team_mail"}
 TEAM_INDEXES = {"tasks_claimable", "tasks_owned", "team_mail_unread"}
@@ -87,7 +88,7 @@ def test_the_team_queries_use_their_indexes(tmp_path: Path) -> None:
         return " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
 
     try:
-        next_plan = plan(_CLAIM_NEXT, "a", 1.0, "t")
+        next_plan = plan(SQLiteTeamStore.CLAIM_NEXT, "a", 1.0, "t", "t")
         assert "INDEX tasks_claimable" in next_plan  # only pending, unowned tasks are looked at
         assert "SEARCH d USING PRIMARY KEY (team=? AND task=?)" in next_plan  # a task's blockers, by key
         assert "SCAN" not in next_plan
