@@ -57,8 +57,8 @@ class ProcWriter:
         self.lease: tuple[str, float, float, str] | None = None  # (owner, lease_s, renew_s, process)
         self._batches: deque[tuple[int, list[tuple[Any, ...]]]] = deque()  # in flight: (operations, signals)
         self._rbuf = bytearray()
-        self._rlock = threading.RLock()  # replies are read and answered by one thread at a time (a flush may come
-        # from a thread of the process while the event loop's reader runs: the same reply must not count twice)
+        self._lock = threading.RLock()  # one thread at a time sends, reads and answers (the store hands a thread's
+        # writes to its event loop; this keeps a stray one from sending a frame twice or counting a reply twice)
         self._rfd = -1
         self._wfd = -1
         self._out = bytearray()  # frames not yet written to the writer's input
@@ -93,6 +93,10 @@ class ProcWriter:
     def _send(self, msg: tuple[Any, ...]) -> None:
         """Queue ``msg`` for the writer and write what the pipe takes now; the rest goes as it drains (the
         event loop's ``add_writer``, or a blocking wait): a large batch never blocks the loop on a full pipe."""
+        with self._lock:
+            self._send_locked(msg)
+
+    def _send_locked(self, msg: tuple[Any, ...]) -> None:
         if self.proc is None:
             self._start()
         data = frame(msg)
@@ -120,6 +124,10 @@ class ProcWriter:
             self._died()
 
     def _writable(self) -> None:
+        with self._lock:
+            self._writable_locked()
+
+    def _writable_locked(self) -> None:
         self._write()
         if not self._out and self._writer_loop is not None:
             with contextlib.suppress(Exception):
@@ -141,17 +149,18 @@ class ProcWriter:
     def submit(self, batch: Batch) -> None:
         """Send a batch to the writer (it folds and commits it)."""
         ops, signals, n = batch
-        self.inflight += 1
-        self._batches.append((n, signals))
-        if self.error is not None:  # (nothing more is written; the batch is answered at once)
-            self._answer(1)
-            return
-        try:
-            self._send((BATCH, ops))
-        except ValueError as e:  # a value no column can hold (as sqlite3 would refuse to bind it)
-            self.error = store_error(self.path, e, "writing to it")
-            self._answer(1)
-            return
+        with self._lock:
+            self.inflight += 1
+            self._batches.append((n, signals))
+            if self.error is not None:  # (nothing more is written; the batch is answered at once)
+                self._answer_locked(1)
+                return
+            try:
+                self._send_locked((BATCH, ops))
+            except ValueError as e:  # a value no column can hold (as sqlite3 would refuse to bind it)
+                self.error = store_error(self.path, e, "writing to it")
+                self._answer_locked(1)
+                return
         self._listen()
 
     def defer_until_idle(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
@@ -188,7 +197,7 @@ class ProcWriter:
 
     def _read(self) -> None:
         """Read what the writer replied and act on it; end of output means the writer died."""
-        with self._rlock:
+        with self._lock:
             self._read_locked()
 
     def _read_locked(self) -> None:
@@ -223,12 +232,14 @@ class ProcWriter:
 
     def _answer(self, nbatches: int) -> None:
         """``nbatches`` batches are committed (or failed): count them, run their signals, wake waiters."""
-        with self._rlock:
+        with self._lock:
             self._answer_locked(nbatches)
 
     def _answer_locked(self, nbatches: int) -> None:
         on_loops: dict[asyncio.AbstractEventLoop, list[Callable[[], None]]] = {}
         here = running_loop() if self._in_reader else None
+        if nbatches > len(self._batches):  # (never: a frame sent twice, or a reply read twice)
+            nbatches = self._overcounted()
         for _ in range(nbatches):
             n, signals = self._batches.popleft()
             self.committed += n
@@ -261,6 +272,14 @@ class ProcWriter:
             else:
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(cb)
+
+    def _overcounted(self) -> int:
+        """The writer answered more batches than were sent: fail the store (answering the ones there are)."""
+        if self.error is None:
+            self.error = StoreError(f"the run store {self.path}: its writer process answered more batches than were "
+                                    "sent (a bug in subagents: please report it); close this Runtime and open a new "
+                                    "one (what was committed is intact)")
+        return len(self._batches)
 
     def _wake(self, here: asyncio.AbstractEventLoop | None) -> None:
         if not self._waiters:
@@ -327,7 +346,8 @@ class ProcWriter:
         while not done() and self.error is None and self._rfd >= 0:
             r, w, _ = select.select([self._rfd], [self._wfd] if self._out else [], [], 0.5)
             if w:
-                self._write()
+                with self._lock:
+                    self._write()
             if r:
                 self._read()
 
@@ -362,7 +382,8 @@ class ProcWriter:
         assert proc.stdin is not None
         self._closing = True
         if self._wfd >= 0:
-            self._out += STOP_FRAME
+            with self._lock:
+                self._out += STOP_FRAME
             self.wait(lambda: not self._out)
         if self._writer_loop is not None and not self._writer_loop.is_closed():
             with contextlib.suppress(Exception):

@@ -21,9 +21,11 @@ The backlog (accepted, not yet committed: gathered, queued and committing) is at
 it blocks until the writer catches up; an async producer awaits :meth:`SQLiteStore.room` instead.
 The store renews its owner lease from the writer process (:mod:`._writer_main`, :mod:`._lease`).
 
-The store is used from one thread at a time (the runtime's event loop thread, or a CLI command).
-Reads use their own connection and see what is committed; call :meth:`flush` first when a read
-must see this process's own recent writes.  A writer failure is kept and raised (as
+The store belongs to the event loop that first writes to it (the runtime's); a write or flush from another
+thread of the process (a model or tool thread) is handed to that loop and waited for, so the batch being
+gathered and the writer's pipe are only ever touched by one thread.  Without a running loop (a CLI command)
+the calling thread does the work itself.  Reads use their own connection and see what is committed; call
+:meth:`flush` first when a read must see this process's own recent writes.  A writer failure is kept and raised (as
 :class:`~subagents.exceptions.StoreError`) by every later call — it never vanishes.
 """
 
@@ -105,6 +107,7 @@ class SQLiteStore:
         self._pending: list[tuple[Any, ...]] = []  # ops of the batch being gathered (calling thread)
         self._npending = 0  # how many of them came through _put (the writer counts them committed)
         self._timer_loop: asyncio.AbstractEventLoop | None = None  # where the hand-off of that batch is due
+        self._home: asyncio.AbstractEventLoop | None = None  # the event loop the store belongs to (first to write)
         self._batch = 0  # the number of the batch being gathered (hand-offs so far)
         self._closed = False
         self._read_lock = threading.Lock()
@@ -126,6 +129,9 @@ class SQLiteStore:
 
     # -- the calling side: snapshot, enqueue, return -------------------------------------------
     def _put(self, op: tuple[Any, ...]) -> None:
+        loop = running_loop()
+        if loop is not self._home and self._elsewhere(loop, lambda: self._put(op)):
+            return
         w = self._w
         if w.error is not None:
             raise w.error
@@ -144,12 +150,21 @@ class SQLiteStore:
             if self._npending >= self._eager and not self._npending & 31 and w.poll() <= 1:
                 self._handoff()  # a long step of the event loop (a burst of spawns) keeps the writer fed
             return  # a hand-off is already due for this batch
-        loop = running_loop()
         if loop is None:
             self._handoff()
         else:  # the first op of a batch: hand it over in linger_s
             self._timer_loop = loop
             loop.call_later(self._linger, self._handoff_due)
+
+    def _elsewhere(self, loop: asyncio.AbstractEventLoop | None, fn: Callable[[], None]) -> bool:
+        """Called from a thread other than the home loop's: run ``fn`` there (and wait) while that loop runs;
+        ``False`` when this thread is to do it itself (it is the first loop to write: now the home)."""
+        home = self._home
+        if home is not None and home.is_running() and on_loop(home, fn):
+            return True
+        if loop is not None:
+            self._home = loop
+        return False
 
     def _handoff_due(self) -> None:
         """The batching delay passed: hand the batch over — or, while the writer is still busy, keep
@@ -253,22 +268,30 @@ class SQLiteStore:
         """See :meth:`Store.on_commit`; asked on an event loop, it is called on that loop (with the batch's others)."""
         loop = running_loop()
         self._put((CALL, callback, loop))
-        if loop is None:  # no event loop to call it later: wait for the commit (a CLI command, a test)
-            self._handoff()
-            self._w.wait(lambda: self._w.inflight == 0)
+        if loop is None:  # no event loop to call it later: wait for the commit (a CLI command, a thread)
+            self._drain()
         return True
 
     def hurry(self) -> None:
         if not self._closed and self._w.error is None:
-            self._handoff()
+            loop = running_loop()
+            if loop is self._home or not self._elsewhere(loop, self.hurry):
+                self._handoff()
+
+    def _drain(self) -> None:
+        """Hand the gathered batch over and wait until the writer answered every batch (on the home loop)."""
+        loop = running_loop()
+        if loop is not self._home and self._elsewhere(loop, self._drain):
+            return
+        self._handoff()
+        self._w.wait(lambda: self._w.inflight == 0)
 
     def flush(self) -> None:
         if self._error is not None:
             raise self._error
-        if self._closed or on_loop(self._w.reader or self._timer_loop, self.flush):  # (from another thread)
+        if self._closed:
             return
-        self._handoff()
-        self._w.wait(lambda: self._w.inflight == 0)
+        self._drain()
         if self._error is not None:
             raise self._error
 
