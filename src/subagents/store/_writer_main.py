@@ -44,6 +44,9 @@ HEADER = struct.Struct("<I")
 STOP_FRAME = HEADER.pack(len(marshal.dumps((STOP,)))) + marshal.dumps((STOP,))
 """The parent's last frame when it closes the store (end of input without it: the parent died)."""
 RENEW = "INSERT OR REPLACE INTO owners (owner, heartbeat, expires, process) VALUES (?, ?, ?, ?)"
+WRITER_NICE = 10
+"""How much lower the writer's priority is than its parent's (a nice increment; measured on the delegation
+cycle: 5 -> p90 ~700 us, 10 -> ~570 us, none -> 2.3-2.7 ms, on a busy 2-CPU box)."""
 _PARENT_CHECK_S = 1.0  # how often an idle writer checks that its parent is still the same process
 
 
@@ -238,7 +241,21 @@ class WriterProcess:
         self.conn.close()
 
 
+def yield_cpu() -> None:
+    """Make this process (and the threads it starts after: they inherit both) give way to the runtime.
+
+    The parent's pipe write wakes the writer on the parent's own CPU (a "sync" wake-up), where, as an equal,
+    it would preempt the event loop for its ~1 ms commit.  ``SCHED_BATCH``: a wake-up never preempts;
+    :data:`WRITER_NICE`: when the runtime wakes, it takes its CPU back at once (the writer waits or moves to
+    another CPU).  Where the OS or a container forbids either, the writer runs as it is."""
+    with contextlib.suppress(AttributeError, OSError):  # (not Linux; a seccomp profile refusing it)
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(WRITER_NICE)
+
+
 def main() -> None:
+    yield_cpu()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     cfg = json.loads(sys.argv[1])
