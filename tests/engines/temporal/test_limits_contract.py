@@ -35,8 +35,8 @@ def _script(req: ModelRequest) -> ModelResponse:
     call and nap forever."""
     turns = sum(1 for m in req.messages if m.role == "assistant")
     task = req.messages[0].text
-    if req.agent.depth > 0:
-        return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": 0.3})], usage=_usage(30))
+    if req.agent.depth > 0:  # (a nap long enough for the tree's signals to reach a busy box's workflows)
+        return ModelResponse(tool_calls=[ToolCall("nap", {"seconds": 1.0})], usage=_usage(30))
     spawn = {"agent_type": "general-purpose", "prompt": "spend", "description": "a spender"}
     if task == "share" and turns == 1:
         return ModelResponse(tool_calls=[ToolCall("wait", {"timeout_s": 60})], usage=_usage(10))
