@@ -6,7 +6,7 @@
    of ``bench/ours.py``): ``cycle`` — ``--n`` delegation cycles, a parent that spawns one foreground child
    (``ours.py seq``); ``fanout`` — one parent turn that spawns ``--n`` background children and waits for them
    (``ours.py fanout N``).  Every frame the runtime hands to the writer process is kept, byte for byte as
-   the writer reads it (``ProcWriter._send`` is wrapped here, in the bench only), with the writer's
+   the writer reads it (``ProcWriter._send_locked`` is wrapped here, in the bench only), with the writer's
    connection settings; the writer's own count of transactions (``live_commits``) is read before close.
 2. **Replay**, offline, on a fresh store file, on one thread with no event loop: ``marshal.loads`` of the
    frames, :func:`prepare` of :mod:`subagents.store._fold` (loaded as the writer loads it, by
@@ -79,7 +79,7 @@ class Recording:
 @contextmanager
 def _recording(rec: Recording) -> Iterator[list[_proc.ProcWriter]]:
     """Keep every frame a :class:`ProcWriter` sends (what its writer process reads), while inside."""
-    orig = _proc.ProcWriter._send
+    orig = _proc.ProcWriter._send_locked
     writers: list[_proc.ProcWriter] = []
 
     def send(self: _proc.ProcWriter, msg: tuple[Any, ...]) -> None:
@@ -92,11 +92,11 @@ def _recording(rec: Recording) -> Iterator[list[_proc.ProcWriter]]:
         rec.frames.append(data[4:])
         orig(self, msg)
 
-    _proc.ProcWriter._send = send  # type: ignore[method-assign]
+    _proc.ProcWriter._send_locked = send  # type: ignore[method-assign]
     try:
         yield writers
     finally:
-        _proc.ProcWriter._send = orig  # type: ignore[method-assign]
+        _proc.ProcWriter._send_locked = orig  # type: ignore[method-assign]
 
 
 async def record(workload: str, n: int, workdir: str) -> Recording:
