@@ -104,3 +104,45 @@ async def test_writes_from_a_thread_and_the_loop_at_once_are_each_committed_once
             conn.close()
     finally:
         s.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_thread_whose_write_was_handed_to_a_loop_that_stopped_does_it_itself(tmp_path: Path) -> None:
+    """The home loop stops (its ``asyncio.run`` ends) after a thread handed it a write, before running it: the
+    thread does not wait forever, it writes itself once the loop is gone (and the write is made once)."""
+    db = tmp_path / "state.db"
+    s = SQLiteStore(db, linger_s=0.001)
+    stopping = threading.Event()
+    results: list[str] = []
+
+    def home() -> None:  # a callback of the loop (it blocks the loop on purpose while the thread hands over)
+        s.create_run(rec("first"))  # this loop is the store's home now
+        s.flush()
+        loop = asyncio.get_running_loop()
+        def late() -> None:
+            stopping.wait(5)
+            s.create_run(rec("late"))
+            results.append("done")
+
+        t = threading.Thread(target=late)
+        t.start()
+        stopping.set()
+        while not loop._ready:  # type: ignore[attr-defined]  # the thread's write is queued on this loop...
+            time.sleep(0.001)
+        loop.stop()  # ...and the loop stops before its next step runs it
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.call_soon(home)
+        loop.run_forever()
+    finally:
+        loop.close()
+    try:
+        deadline = time.monotonic() + 10
+        while not results and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert results == ["done"]
+        s.flush()
+        assert committed(db) == {"first", "late"}
+    finally:
+        s.close()

@@ -65,12 +65,16 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 def on_loop(loop: asyncio.AbstractEventLoop | None, fn: Callable[[], None]) -> bool:
     """From a thread other than ``loop``'s (a model or tool thread flushing the store): run ``fn`` on ``loop``,
     wait for it and re-raise what it raised.  ``False`` (nothing done) when ``fn`` belongs in this thread: no
-    loop, a loop that is not running, or the caller runs on it."""
+    loop, a loop that is not running, or the caller runs on it — also when the loop stops (or closes) before it
+    got to ``fn``: the caller then runs it itself; ``fn`` runs once either way."""
     if loop is None or not loop.is_running() or running_loop() is loop:
         return False
     done, failed = threading.Event(), []
+    claim = threading.Lock()  # whoever takes it runs fn: the loop, or the caller once the loop is gone
 
     def run() -> None:
+        if not claim.acquire(blocking=False):
+            return
         try:
             fn()
         except BaseException as e:  # handed to the thread that asked
@@ -82,7 +86,9 @@ def on_loop(loop: asyncio.AbstractEventLoop | None, fn: Callable[[], None]) -> b
         loop.call_soon_threadsafe(run)
     except RuntimeError:  # that loop is closed
         return False
-    done.wait()
+    while not done.wait(0.1):
+        if (loop.is_closed() or not loop.is_running()) and claim.acquire(blocking=False):
+            return False  # it stopped before running fn (and never will now): the caller does it
     if failed:
         raise failed[0]
     return True
