@@ -101,7 +101,9 @@ class StoreWatch:
             s = self.seen[rec.run_id] = _Seen()
             self._emit(rec, "subagent_spawned", agent_type=rec.agent_type, label=rec.label,
                        background=rec.background, model=rec.model, call_id=None)
-        if rec.status == "running" and s.status != "running":  # started, or resumed
+        ran = rec.status == "running" or (  # (or started and ended between two polls: never seen running)
+            rec.is_final and s.status not in ("running", rec.status) and rec.started_at is not None)
+        if ran and s.status != "running":  # started, or resumed
             self.reopened.discard(rec.run_id)
             self._emit(rec, "subagent_status_changed", status="running")
             self._emit(rec, "run_start", agent_type=rec.agent_type, prompt=rec.task)
