@@ -13,6 +13,7 @@ import pytest
 
 from subagents import Runtime
 from subagents.authority.guard import AgentGuard
+from subagents.messages import Usage
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.loop import AgentCore
 from subagents.tools.context import ToolContext
@@ -122,3 +123,33 @@ async def test_a_queued_agent_holds_no_loop_until_it_starts(workdir: Path) -> No
             rec = rt.manager.store.get_run(child_id)
             assert rec is not None
             assert rec.system_prompt == rt.manager.nodes[child_id].system_prompt != ""
+
+
+@pytest.mark.parametrize("store", ["memory://", "sqlite"])
+async def test_a_finished_root_frees_its_loop_keeps_its_budget_and_resumes(workdir: Path, store: str) -> None:
+    """A root that has ended lets its loop go too (a long-lived runtime keeps its last trees in memory: their
+    loops would be objects the collector walks on every pass); what its tree spent stays on its budget, and a
+    resume gets its whole conversation back."""
+    url = store if store == "memory://" else f"sqlite:///{workdir.parent}/state.db"
+    seen: list[list[str]] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        seen.append([m.text for m in req.messages])
+        return ModelResponse(text=f"answer {len(req.messages)}", usage=Usage(input_tokens=10, output_tokens=5))
+
+    async with Runtime(model=FunctionModel(fn), workdir=workdir, store=url) as rt:
+        r = await rt.run("first")
+        assert r.text == "answer 1"
+        root = rt.manager.nodes[r.id]
+        assert root.core_ is None  # released
+        gc.collect()
+        assert [o for o in gc.get_objects() if isinstance(o, AgentCore) and o.info.id == root.id] == []
+        assert root.dormant is not None
+        assert root.dormant.budget is not None
+        assert root.dormant.budget.tokens == 15  # the tree's totals are kept
+        h = await rt.resume(root.id, "second")
+        again = (await rt.wait([h.id]))[h.id]
+        assert again.text == "answer 3"
+        assert seen[-1] == ["first", "answer 1", "second"]
+        assert root.core.budget is not None
+        assert root.core.budget.tokens == 15  # a resumed run has its own budget

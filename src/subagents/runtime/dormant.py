@@ -5,12 +5,13 @@ A fan-out of 10,000 background children keeps every child's node, result and rec
 guard, budget, inbox and two sinks, ~15 objects the garbage collector walks on every full collection —
 is needed only while the agent runs.  :func:`unborn` gives a new node a :class:`~.node.Recipe` instead of
 a core; :class:`CoreReviver` builds the core on the first read of ``node.core`` (as the agent starts;
-a queued agent holds no core while it waits).  :func:`release_if_idle` drops a finished child's core
+a queued agent holds no core while it waits).  :func:`release_if_idle` drops a finished agent's core
 once its result is recorded and delivered; a resume builds it again from the stored transcript.
 
 A core is released only when nothing in it would be lost: no structured output expected, no message
 waiting in its inbox, no tool state or todo list of its own, no worktree, no teams in the runtime (a
-team member's context and guard carry its role), and it is a child (a root's loop stays).
+team member's context and guard carry its role).  A root keeps its :class:`~.limits.Budget` (its
+tree's totals); a child's revived budget starts again under its parent's.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class CoreReviver:
             messages = mgr.store.transcript(node.id)
             parent = mgr.nodes.get(node.parent_id) if node.parent_id else None
             held = parent.core_ if parent is not None else None  # (a released parent is not rebuilt for this)
-            budget = Budget(node.limits, parent=held.budget if held is not None else None)
+            budget = r.budget if r.budget is not None else Budget(node.limits, parent=held.budget if held else None)
         core = AgentCore(info=info, model=r.model, system=r.system, registry=r.registry, ctx=ctx, limits=node.limits,
                          bus=mgr.bus, messages=messages, prices=mgr.cfg.prices)
         core.system_prefix = r.prefix
@@ -105,10 +106,14 @@ def unborn(mgr: DormantParts, node: AgentNode, model: Model, system: str, prefix
 def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
     """Drop the loop of ``node`` (finished, recorded, delivered) when it can be rebuilt as it was."""
     core = node.core_
-    if (core is None or node.parent_id is None or mgr.teams is not None or node.worktree is not None
+    if (core is None or mgr.teams is not None or node.worktree is not None
             or core.output is not None or core.inbox or core.ctx.state or core.ctx.todos):
         return
     ctx, reviver = core.ctx, mgr.reviver
+    if node.parent_id is None:  # a root keeps its budget (what its tree spent stays readable; a resume goes on)
+        node.release(reviver, Recipe(core.model, core.system, core.system_prefix, core.registry,
+                                     workspace=ctx.workspace, sandbox=ctx.sandbox, budget=core.budget))
+        return
     r = reviver.last
     if (r is None or r.model is not core.model or r.system is not core.system or r.registry is not core.registry
             or r.workspace is not ctx.workspace or r.sandbox is not ctx.sandbox or r.prefix != core.system_prefix):

@@ -36,15 +36,17 @@ class Recipe:
     ``team_name`` is the team it inherited from its parent at spawn, ``history`` its first messages; its tool
     context is made as it starts (its todo list was opened at spawn).  A released core's recipe has ``born``
     ``None``: its conversation comes back from the store, its context is made anew (siblings share an equal
-    one).  Never changed once made."""
+    one); a released root's keeps its ``budget`` (the tree's totals).  Never changed once made."""
 
-    __slots__ = ("born", "budget_parent", "history", "model", "prefix", "registry", "sandbox", "system",
+    __slots__ = ("born", "budget", "budget_parent", "history", "model", "prefix", "registry", "sandbox", "system",
                  "team_name", "workspace")
 
     def __init__(self, model: Model, system: str, prefix: int, registry: ToolRegistry, *, workspace: Any = None,
                  sandbox: Any = None, team_name: str | None = None, budget_parent: Budget | None = None,
-                 history: list[Message] | None = None, born: float | None = None) -> None:
+                 history: list[Message] | None = None, born: float | None = None, budget: Budget | None = None
+                 ) -> None:
         self.model, self.system, self.prefix, self.registry = model, system, prefix, registry
+        self.budget = budget
         self.workspace, self.sandbox, self.team_name = workspace, sandbox, team_name
         self.budget_parent, self.history, self.born = budget_parent, history, born
 
