@@ -14,8 +14,11 @@ __all__ = ["WRITER_PRAGMAS", "open_writer"]
 
 #: Settings of the writer connection (after ``journal_mode=WAL`` and ``synchronous``): no checkpoint inside
 #: its ``COMMIT``\\ s — the :class:`~subagents.store._checkpoint.Checkpointer` thread runs them — and a WAL
-#: file truncated back to :data:`~subagents.store._checkpoint.JOURNAL_SIZE_LIMIT` when it starts over.
-WRITER_PRAGMAS: tuple[str, ...] = ("PRAGMA wal_autocheckpoint=0", f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+#: file truncated back to :data:`~subagents.store._checkpoint.JOURNAL_SIZE_LIMIT` when it starts over; statement
+#: journals and temporary tables in memory (a big batched statement spilled its journal to a new temporary file
+#: under /var/tmp: an open, writes and an unlink, every few commits).
+WRITER_PRAGMAS: tuple[str, ...] = ("PRAGMA wal_autocheckpoint=0", f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}",
+                                   "PRAGMA temp_store=MEMORY")
 
 
 def open_writer(path: Path, timeout: float, durable: bool) -> tuple[sqlite3.Connection, int]:

@@ -140,6 +140,7 @@ class WriterProcess:
                 self.reply((STATS, {"checkpoints": self.ckpt.checkpoints, "restart_due": self.ckpt.restart_due,
                                     "wal_pages": self.ckpt.wal_pages, "pid": os.getpid(), "commits": self.commits,
                                     "autocheckpoint": self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0],
+                                    "temp_store": self.conn.execute("PRAGMA temp_store").fetchone()[0],
                                     "checkpointer_alive": self.ckpt.thread.is_alive()}))
             elif code == KICK:
                 self.ckpt.kick()
