@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,26 @@ def test_on_a_real_file_written_meanwhile_the_catch_up_ends_and_the_restart_then
     assert w.execute("SELECT count(*) FROM t").fetchone()[0] > 300
     c.close()
     w.close()
+
+
+def test_a_wal_grown_past_its_bound_is_checkpointed_without_waiting_for_the_interval(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    w = sqlite3.connect(db, isolation_level=None)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("PRAGMA wal_autocheckpoint=0")
+    w.execute("CREATE TABLE t (x TEXT)")
+    ck = Checkpointer(db, interval_s=3600, max_wal_pages=64)
+    try:
+        time.sleep(0.2)
+        assert ck.checkpoints == 0  # a small WAL waits for the interval (an hour here)
+        for _ in range(100):
+            w.execute("INSERT INTO t VALUES (?)", ("x" * 8000,))  # ~300 pages: past the bound
+        deadline = time.monotonic() + 10
+        while ck.checkpoints < 1:
+            assert time.monotonic() < deadline, "no checkpoint although the WAL passed max_wal_pages"
+            time.sleep(0.01)
+        assert ck.wal_pages >= 64
+        assert ck.restart_due  # the writer is asked to start the WAL over
+    finally:
+        ck.stop()
+        w.close()
