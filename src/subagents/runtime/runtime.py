@@ -111,6 +111,8 @@ class Runtime:
         self.model = workers_model() if spec is None or remote else wiring.resolve_with(s.providers, self.clients, spec)
         self.store: Store = store if store is not None and not isinstance(store, str) else open_store(
             store if isinstance(store, str) else s.store_url, self.workdir)
+        if (start_writer := getattr(self.store, "start_writer", None)) is not None:
+            start_writer()  # (SQLite) its writer process gets ready while the rest is set up
         self.bus = EventBus()
         if on_event is not None:
             self.bus.on(on_event)
