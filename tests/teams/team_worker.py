@@ -60,7 +60,7 @@ def claimant(ts: TeamStore, team: str, me: str, n: int, log: list[tuple[Any, ...
         claimed = time.monotonic_ns()
         unfinished = [b for b in t.blocked_by if ts.task(team, b).status is not TaskStatus.COMPLETED]  # type: ignore[union-attr]
         log.append(("claim", t.id, me, claimed, unfinished))
-        time.sleep(rng.uniform(0.001, 0.004))  # long enough that a process starting late still gets claims
+        time.sleep(rng.uniform(0.005, 0.015))  # long enough that a process starting tens of ms late still claims
         log.append(("done", t.id, me, time.monotonic_ns(), []))
         ts.update_task(team, t.id, by=me, status=TaskStatus.COMPLETED, at=time.time())
 
