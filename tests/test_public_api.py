@@ -41,7 +41,7 @@ DOC_MODULES = [
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
     "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",
     "subagents.sandbox.env", "subagents.sandbox.policy", "subagents.sandbox.workspace", "subagents.engines.local",
-    "subagents.ids",
+    "subagents.engines.inline", "subagents.ids",
 ]
 
 

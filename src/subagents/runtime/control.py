@@ -127,7 +127,7 @@ class ManagerControl:
         try:
             node = self.mgr.spawn(agent_type=agent_type, prompt=prompt, parent_id=caller.id,
                                   description=description, background=background, model=model, isolation=isolation,
-                                  label=_label(label), cleanup=_cleanup(cleanup), limits=limits)
+                                  label=_label(label), cleanup=_cleanup(cleanup), limits=limits, inline=True)
         except SpawnError as e:
             raise ToolError(str(e)) from None
         self.mgr.recorder.attach_output(node, spec)

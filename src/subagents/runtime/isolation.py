@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..sandbox.workspace import Workspace
 from ..sandbox.worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 from .node import AgentNode
+from .result import RunResult
 
 __all__ = ["enter", "leave", "worktree_from_record", "worktree_record"]
 
@@ -50,6 +52,15 @@ async def leave(node: AgentNode) -> str:
     if "were removed" in line:
         wt.base = ""  # a resumed agent gets a fresh checkout
     return line
+
+
+async def settle(node: AgentNode, result: RunResult, update: Callable[[AgentNode, dict[str, Any]], None]) -> None:
+    """At the end of a run: :func:`leave` its worktree (if it still has one), the line added to ``result``'s
+    text, the worktree's new state recorded through ``update``."""
+    if node.worktree is not None and node.worktree.base:
+        line = await leave(node)
+        result.text = f"{result.text}\n\n{line}" if result.text else line
+        update(node, {"worktree": worktree_record(node.worktree)})
 
 
 def worktree_record(wt: Worktree | None) -> dict[str, Any]:

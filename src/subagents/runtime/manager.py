@@ -33,6 +33,7 @@ from ..authority.guard import Authority
 from ..definitions.loader import DefinitionSet
 from ..definitions.model import AgentDefinition
 from ..engines import Executor, LocalExecutor
+from ..engines.inline import InlineRun
 from ..exceptions import DefinitionError, LimitExceeded, SpawnError
 from ..messages import Message
 from ..models.base import AgentInfo, Model
@@ -137,8 +138,10 @@ class AgentManager:
         cleanup: str = "keep",
         history: list[Message] | None = None,
         isolation: str | None = None,
+        inline: bool = False,
     ) -> AgentNode:
-        """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused."""
+        """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused.  ``inline``: a
+        foreground agent is run by the task that waits for it (:meth:`wait_one`, right after; no task of its own)."""
         # 1. validate
         if not isinstance(prompt, str) or not prompt.strip():
             raise SpawnError("the prompt is empty; give the agent a task to do")
@@ -186,7 +189,7 @@ class AgentManager:
             self.recorder.emit(node, "subagent_queued", ahead=self.slots.enqueue(node, None if history else prompt))
         else:  # it starts now: recorded as started in the same write (no second write as its first step runs)
             self.recorder.created(node, started=True)
-            self.start(node, None if history else prompt, recorded=True)
+            self.start(node, None if history else prompt, recorded=True, inline=inline and not node.background)
         return node
 
     def assemble(self, d: AgentDefinition, parent: AgentNode | None, depth: int, mdl: Model, limits: Limits,
@@ -228,13 +231,14 @@ class AgentManager:
     # ------------------------------------------------------------------------------------------
     # running
     def start(self, node: AgentNode, prompt: str | None, *,
-              before: Callable[[], Awaitable[None]] | None = None, recorded: bool = False) -> None:
+              before: Callable[[], Awaitable[None]] | None = None, recorded: bool = False, inline: bool = False
+              ) -> None:
         """Hand ``node`` to the executor: run it (``prompt``: the new user message, ``None`` to continue its
         transcript), after ``before()`` when given (recovery hands over results the transcript waits for);
         ``recorded``: its record already says it started (:meth:`.Recorder.created` with ``started``)."""
         body = (partial(self.drive, node, prompt, recorded) if before is None
                 else partial(self._drive_after, before, node, prompt))
-        node.task = self.executor.start_run(node.id, f"agent:{node.nickname}", body)
+        node.task = InlineRun(body) if inline else self.executor.start_run(node.id, f"agent:{node.nickname}", body)
 
     async def _drive_after(self, before: Callable[[], Awaitable[None]], node: AgentNode, prompt: str | None
                            ) -> RunResult:
@@ -266,20 +270,14 @@ class AgentManager:
         except asyncio.CancelledError:
             result = node.core.result(Stopped(self.stop_as[0], None, self.stop_as[1]))
             if not node.closing:  # cancelled from outside (runtime shutdown): finish, then propagate
-                await self._leave_worktree(node, result)
+                await worktrees.settle(node, result, self.recorder.update)
                 self.finish(node, result)
                 raise
         except Exception as e:
             result = node.core.result(Stopped(Outcome.ERROR, None, f"internal error: {type(e).__name__}: {e}"))
-        await self._leave_worktree(node, result)
+        await worktrees.settle(node, result, self.recorder.update)
         self.finish(node, result)
         return result
-
-    async def _leave_worktree(self, node: AgentNode, result: RunResult) -> None:
-        if node.worktree is not None and node.worktree.base:
-            line = await worktrees.leave(node)
-            result.text = f"{result.text}\n\n{line}" if result.text else line
-            self.recorder.update(node, {"worktree": worktrees.worktree_record(node.worktree)})
 
     def finish(self, node: AgentNode, result: RunResult) -> None:
         """Record ``node``'s end, wake its waiters, announce a background child's result to its parent."""

@@ -222,7 +222,7 @@ class Runtime:
         ``output_type`` (a pydantic model class) or ``output_schema`` (a JSON schema): the agent must end
         with a valid ``final_result`` call; ``result.output`` is the validated value, ``result.text`` its JSON."""
         spec = output_spec(output_type, output_schema)
-        node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False)
+        node = self._spawn(agent_type=agent, prompt=prompt, limits=limits, model=model, background=False, inline=True)
         self.manager.recorder.attach_output(node, spec)
         return await self.manager.wait_one(node)
 
@@ -272,7 +272,7 @@ class Runtime:
 
     def _spawn(self, *, agent_type: str, prompt: str, limits: Limits | None, model: Model | str | None,
                background: bool, label: str | None = None, parent: str | None = None, cleanup: str = "keep",
-               isolation: str | None = None) -> Any:
+               isolation: str | None = None, inline: bool = False) -> Any:
         if self._closed:
             raise UserError("this Runtime is closed; create a new one")
         if not self._restored and not self._in_run_sync:
@@ -286,7 +286,7 @@ class Runtime:
             parent_id = p.id
         node = self.manager.spawn(agent_type=agent_type, prompt=prompt, parent_id=parent_id, limits=limits,
                                   model=model, background=background, label=label, cleanup=cleanup,
-                                  isolation=isolation)
+                                  isolation=isolation, inline=inline)
         if parent_id is None and self.tracing is not None:
             self.tracing.adopt_caller(node.id)  # under the caller's current OpenTelemetry span, if any
         return node

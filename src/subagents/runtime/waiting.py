@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from ..engines.inline import InlineRun
 from ..store import RunRecord, Store
 from .node import AgentNode
 from .result import RunResult
@@ -55,6 +56,18 @@ async def wait_one(node: AgentNode, close: Callable[[str], Awaitable[RunResult]]
     """Wait for one agent to end (the foreground path); cancelling the waiter closes the agent."""
     if node.result is not None and node.status.is_final():
         return node.result
+    run = node.task
+    if isinstance(run, InlineRun) and run.fresh:  # spawned for this waiter to run (no task of its own)
+        try:
+            ended, result = await run.run_here()
+        except asyncio.CancelledError:  # this task was cancelled: its run ended cancelled, close the rest
+            await asyncio.shield(close(node.id))
+            raise
+        if ended and isinstance(result, RunResult):
+            await asyncio.sleep(0)  # as a waiter woken by its end would: what the end started runs first
+            return result
+        if node.result is not None and node.status.is_final():
+            return node.result
     fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def on_done(_: AgentNode) -> None:
