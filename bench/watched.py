@@ -6,7 +6,11 @@ A cycle: the parent's model asks for ``spawn_agent`` (foreground), the child's m
 parent's model answers (instant inline ``FunctionModel``).  Variants, in interleaved rounds in one
 process so they share the machine's noise:
 
-- ``floor``: the same workload as a ~20-line plain-asyncio loop (no framework);
+- ``floor``: the same workload as a ~20-line plain-asyncio loop (no framework), measured right before
+  each other variant in every round, ``--floor-factor`` times as many cycles (default 10): a floor
+  cycle is ~10x shorter, so the floor is sampled over about as much wall time as each variant, next to
+  it.  (Sampled once per round for ~1/10 of a variant's time, one slow moment of the machine moved the
+  ratios by 20-40% between runs of the same code.)
 - ``memory`` / ``sqlite``: the runtime with that store, nobody listening;
 - ``memory+listener`` / ``sqlite+listener``: the same with one ``on_event`` callback (every event
   of the run reaches it; events that announce a status wait for the store's commit, the run does not).
@@ -90,6 +94,8 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset (floor always runs)")
+    ap.add_argument("--floor-factor", type=int, default=10,
+                    help="floor cycles measured before each variant, per variant cycle (default 10)")
     a = ap.parse_args()
     variants = ["floor", *[v for v in a.variants.split(",") if v in VARIANTS and v != "floor"]]
     samples: dict[str, list[float]] = {v: [] for v in variants}
@@ -100,11 +106,13 @@ def main() -> None:
         for v in variants:  # warm-up
             asyncio.run(measure(v, 100, d, gcc))
         for _ in range(a.rounds):
-            for v in variants:
-                gcc.total = 0.0
-                samples[v] += asyncio.run(measure(v, per, d, gcc))
-                gc_s[v] += gcc.total
-    res: dict[str, Any] = {"bench": "watched", "n": per * a.rounds}
+            for v in variants[1:] or [None]:
+                for w, n in (("floor", per * max(1, a.floor_factor)), (v, per)):
+                    if w is not None:
+                        gcc.total = 0.0
+                        samples[w] += asyncio.run(measure(w, n, d, gcc))
+                        gc_s[w] += gcc.total
+    res: dict[str, Any] = {"bench": "watched", "n": per * a.rounds, "floor_n": len(samples["floor"])}
     for v in variants:
         us = [x * 1e6 for x in samples[v]]
         res[v] = {"median_us": round(statistics.median(us), 1), "mean_us": round(statistics.fmean(us), 1),
