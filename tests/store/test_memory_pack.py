@@ -50,3 +50,28 @@ def test_a_packed_transcript_of_plain_values_is_untracked_after_one_collection()
     store.finish_run("r1", {"status": "completed", "ended_at": 1.0}, None)
     gc.collect()
     assert not gc.is_tracked(store.transcripts["r1"])
+
+
+def test_a_finished_record_and_transcript_with_tool_calls_are_untracked_after_one_young_collection() -> None:
+    """Dict fields and tool arguments are kept flat: a nested tuple took the collector a look per level (the
+    outer tuple stayed tracked through two more collections, walked by each gen-1 collection)."""
+    store = MemoryStore()
+    store.create_run(RunRecord(run_id="r1", agent_id="r1", nickname="r1", agent_type="explore", task="t",
+                               status="running", limits={"max_turns": 5, "timeout_s": None}))
+    store.append_messages("r1", 0, [Message.user("go"), Message("assistant", [
+        ToolUseBlock("t1", "read_file", {"path": "a", "offset": 3}), ToolUseBlock("t2", "glob", {})])])
+    usage = {"input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 0, "cache_write_tokens": 0}
+    store.finish_run("r1", {"status": "completed", "ended_at": 1.0, "usage": usage}, None)
+    gc.collect(0)
+    assert not gc.is_tracked(store.runs["r1"])
+    assert not gc.is_tracked(store.transcripts["r1"])
+    rec = store.get_run("r1")
+    assert rec is not None
+    assert rec.usage == usage
+    assert rec.limits == {"max_turns": 5, "timeout_s": None}
+    assert rec.status == "completed"
+    assert store.transcript("r1")[1].content[0] == ToolUseBlock("t1", "read_file", {"path": "a", "offset": 3})
+    store.update_run("r1", {"label": "x", "usage": {"input_tokens": 1}})  # a final run's record changes whole
+    rec = store.get_run("r1")
+    assert rec is not None
+    assert (rec.label, rec.usage, rec.limits) == ("x", {"input_tokens": 1}, {"max_turns": 5, "timeout_s": None})
