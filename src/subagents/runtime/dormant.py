@@ -110,6 +110,9 @@ def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
             or core.output is not None or core.inbox or core.ctx.state or core.ctx.todos):
         return
     ctx, reviver = core.ctx, mgr.reviver
+    store = mgr.todos.get(node.root_id)
+    if store is not None:  # its list is empty (checked above): a resumed agent opens a new one
+        store.close_empty(node.id)
     if node.parent_id is None:  # a root keeps its budget (what its tree spent stays readable; a resume goes on)
         node.release(reviver, Recipe(core.model, core.system, core.system_prefix, core.registry,
                                      workspace=ctx.workspace, sandbox=ctx.sandbox, budget=core.budget))
@@ -120,6 +123,3 @@ def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
         r = reviver.last = Recipe(core.model, core.system, core.system_prefix, core.registry,
                                   workspace=ctx.workspace, sandbox=ctx.sandbox)
     node.release(reviver, r)
-    store = mgr.todos.get(node.root_id)
-    if store is not None:  # its list is empty (checked above): a resumed agent opens a new one
-        store.close_empty(node.id)
