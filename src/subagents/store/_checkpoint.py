@@ -32,7 +32,6 @@ import os
 import sqlite3
 import threading
 import time
-from pathlib import Path
 
 __all__ = ["JOURNAL_SIZE_LIMIT", "MAX_WAL_PAGES", "Checkpointer"]
 
@@ -65,7 +64,7 @@ class Checkpointer:
     reports it through its writer).  :meth:`kick` asks for a checkpoint now; :meth:`stop` ends the thread.
     """
 
-    def __init__(self, path: Path, *, interval_s: float = 1.0, max_wal_pages: int = MAX_WAL_PAGES,
+    def __init__(self, path: str | os.PathLike[str], *, interval_s: float = 1.0, max_wal_pages: int = MAX_WAL_PAGES,
                  timeout: float = 5.0) -> None:
         self.path = path
         self.interval_s = interval_s
@@ -78,7 +77,7 @@ class Checkpointer:
         self._grown = 0  # the WAL file's size at the last checkpoint: it grows past it only when more is written
         self._wake = threading.Event()
         self._stopping = False
-        self.thread = threading.Thread(target=self._run, name=f"subagents-ckpt:{path.name}", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=f"subagents-ckpt:{os.path.basename(path)}", daemon=True)
         self.thread.start()
 
     def kick(self) -> None:

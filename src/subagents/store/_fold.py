@@ -1,9 +1,8 @@
 """How a batch of store operations becomes a few statements — standard library only.
 
-The SQLite store's writer process (:mod:`._writer_main`, run as ``python -I -S``) loads this module by its
-file path and does the work here: the event loop only appends **plain** operations (tuples of values
-:mod:`marshal` can carry) and hands them over.  The PostgreSQL store imports it in the package
-(:mod:`._batch`, :mod:`._pg_batch`) and uses the same :class:`Plan`.
+The SQLite store's writer process (:mod:`._writer_main`, ``python -I -S``) loads it by its file path and does
+the work here on **plain** operations (tuples of values :mod:`marshal` carries); the PostgreSQL store uses the
+same :class:`Plan` (:mod:`._batch`, :mod:`._pg_batch`).  Its imports are what the writer's start waits for.
 
 Plain operations (``op[0]`` one of the codes below):
 
@@ -22,15 +21,24 @@ Plain operations (``op[0]`` one of the codes below):
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
-import importlib.util
-import json
+import importlib.machinery
+import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from _blake2 import blake2b  # the C parts of hashlib and json: the writer starts ~40 ms sooner without json, re,
+from _json import encode_basestring as _esc  # enum, pathlib, typing, contextlib
+from _json import make_encoder as _c_encoder
 from types import ModuleType
-from typing import Any, Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, Protocol
+
+    class Executor(Protocol):
+        def execute(self, sql: str, params: Any = ..., /) -> Any: ...
+
+        def executemany(self, sql: str, params: Any, /) -> Any: ...
 
 __all__ = ["ANN_COLS", "RUN_COLUMNS", "Plan", "Recorder", "col_value", "encode", "message_json", "record_row",
            "sibling"]
@@ -47,11 +55,10 @@ def sibling(name: str) -> ModuleType:
     full = f"_subagents{name}"
     mod = sys.modules.get(full)
     if mod is None:
-        spec = importlib.util.spec_from_file_location(full, Path(__file__).with_name(f"{name}.py"))
-        assert spec is not None
-        assert spec.loader is not None
-        mod = sys.modules[full] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        path = os.path.join(os.path.dirname(__file__), f"{name}.py")
+        mod = sys.modules[full] = ModuleType(full)
+        mod.__file__ = path
+        importlib.machinery.SourceFileLoader(full, path).exec_module(mod)  # (its bytecode cached)
     return mod
 
 
@@ -83,29 +90,22 @@ _DELIVER_SQL = ("UPDATE announcements SET delivered_at = v.column2 FROM (VALUES 
                 "WHERE announcements.id = v.column1 AND announcements.delivered_at IS NULL")
 _PROMPT_KEYS: dict[str, str] = {}  # prompt text -> key
 _JSON_SEEN: dict[tuple[tuple[str, type, Any], ...], str] = {}
-_esc: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _not_json(o: Any) -> Any:  # (JSONEncoder.default)
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
 def _encoder(allow_nan: bool) -> Callable[[Any], str]:
     """``JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode``, its C encoder made
     once (``encode`` makes one per call: most of the cost of a small dict, a run's usage: ~4 -> ~1.6 µs)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # (no C accelerator)
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False,
-                                allow_nan=allow_nan).encode
-    enc = make(None, json.JSONEncoder().default, _esc, None, ":", ",", False, False, allow_nan)
+    enc = _c_encoder(None, _not_json, _esc, None, ":", ",", False, False, allow_nan)
     return lambda o: "".join(enc(o, 0))
 
 
 encode = _encoder(True)
 _encode_strict = _encoder(False)  # (SQLite's JSON has no NaN or Infinity)
 _BOUND = frozenset({str, int, float, type(None), bytes})  # bound as they are; others as their JSON text
-
-
-class Executor(Protocol):
-    def execute(self, sql: str, params: Any = ..., /) -> Any: ...
-
-    def executemany(self, sql: str, params: Any, /) -> Any: ...
 
 
 def _json_col(v: Any, seen: bool = True) -> str:
@@ -201,8 +201,7 @@ def prompt_key(text: str) -> str:
     if key is None:
         if len(_PROMPT_KEYS) >= 256:
             _PROMPT_KEYS.clear()
-        key = _PROMPT_KEYS[text] = hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
-                                                   digest_size=16).hexdigest()
+        key = _PROMPT_KEYS[text] = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return key
 
 

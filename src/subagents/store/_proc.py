@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import marshal
 import os
 import select
@@ -47,8 +46,8 @@ class ProcWriter:
     def __init__(self, path: Path, *, timeout: float, pragmas: tuple[str, ...], checkpoint_s: float,
                  max_wal_pages: int) -> None:
         self.path = path
-        self._cfg = json.dumps({"path": str(path), "timeout": timeout, "pragmas": list(pragmas),
-                                "checkpoint_s": checkpoint_s, "max_wal_pages": max_wal_pages})
+        self._cfg = marshal.dumps({"path": str(path), "timeout": timeout, "pragmas": list(pragmas),  # (hex: argv)
+                                   "checkpoint_s": checkpoint_s, "max_wal_pages": max_wal_pages}).hex()
         self.proc: subprocess.Popen[bytes] | None = None
         self.error: StoreError | None = None
         self.submitted = 0  # operations accepted
