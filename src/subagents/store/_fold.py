@@ -25,8 +25,8 @@ import importlib
 import importlib.machinery
 import os
 import sys
-from _blake2 import blake2b  # the C parts of hashlib and json: the writer starts ~40 ms sooner without json, re,
-from _json import encode_basestring as _esc  # enum, pathlib, typing, contextlib
+from _blake2 import blake2b  # the C parts of hashlib and json: the writer process starts ~30 ms sooner
+from _json import encode_basestring as _esc  # without json, re, pathlib, typing (see _writer_main)
 from _json import make_encoder as _c_encoder
 from types import ModuleType
 
