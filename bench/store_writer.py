@@ -85,7 +85,7 @@ def _recording(rec: Recording) -> Iterator[list[_proc.ProcWriter]]:
     def send(self: _proc.ProcWriter, msg: tuple[Any, ...]) -> None:
         if self not in writers:
             writers.append(self)
-            rec.pragmas = json.loads(self._cfg)["pragmas"]
+            rec.pragmas = marshal.loads(bytes.fromhex(self._cfg))["pragmas"]
         data = frame(msg)
         (n,) = HEADER.unpack_from(data)
         assert len(data) == 4 + n
