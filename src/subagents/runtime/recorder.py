@@ -89,12 +89,11 @@ class Recorder:
         """Hold later events until what the store was given so far is committed (only when someone listens).
 
         The gate is queued only if the store will call it on commit: with the memory store, which writes at once,
-        a commit point costs nothing.  With a store that
-        gathers writes into batches committed whole (:attr:`SQLiteStore.gathering
-        <subagents.store.sqlite.SQLiteStore.gathering>`), the gate queued last still covers this point while
-        its batch is the one being gathered: it opens only once that batch — holding what was just written —
-        is committed, and every event after it waits behind it anyway.  So a batch gets one gate, not one
-        per status change.
+        a commit point costs nothing.  With a store that gathers writes into batches committed whole
+        (:attr:`SQLiteStore.gathering <subagents.store.sqlite.SQLiteStore.gathering>`), the gate queued last still
+        covers this point while its batch is the one being gathered: it opens only once that batch — holding what
+        was just written — is committed, and every event after it waits behind it anyway.  So a batch gets one
+        gate, not one per status change.
         """
         if self.bus.active and not self._at_once:
             loop = asyncio.get_running_loop()
