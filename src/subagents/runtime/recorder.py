@@ -15,7 +15,6 @@ from typing import Any
 
 from ..messages import Message
 from ..store.base import AnnouncementRecord, RunRecord, Store
-from ..store.memory import MemoryStore
 from .events import CURRENT_CALL, Event, EventBus, Gate
 from .isolation import worktree_record
 from .limits import Limits
@@ -41,7 +40,7 @@ class Recorder:
         self._acks: dict[str, list[str]] = {}  # agent id -> announcements it received, not yet recorded
         self._gate: Gate | None = None  # the last gate queued, and the store's batch its callback went with
         self._gate_batch: int | None = None
-        self._at_once = isinstance(store, MemoryStore)  # every write is done when made: no commit to wait for
+        self._at_once = store.writes_at_once  # no commit to wait for: no gates
 
     def created(self, node: AgentNode, *, started: bool = False) -> None:
         """Record a new run (status ``pending_init``), then announce it (``subagent_spawned``).
@@ -88,8 +87,8 @@ class Recorder:
     def commit_point(self) -> None:
         """Hold later events until what the store was given so far is committed (only when someone listens).
 
-        The gate is queued only if the store will call it on commit: with the memory store, which writes at once,
-        a commit point costs nothing.  With a store that gathers writes into batches committed whole
+        The gate is queued only if the store will call it on commit: with a store that writes at once (the memory
+        store) a commit point costs nothing.  With a store that gathers writes into batches committed whole
         (:attr:`SQLiteStore.gathering <subagents.store.sqlite.SQLiteStore.gathering>`), the gate queued last still
         covers this point while its batch is the one being gathered: it opens only once that batch — holding what
         was just written — is committed, and every event after it waits behind it anyway.  So a batch gets one

@@ -135,6 +135,7 @@ class AuditRecord:
 class Store(Protocol):
     url: str
     owner: str  # this process's owner id, stamped on the runs it creates or adopts
+    writes_at_once: bool  # every write is done when made: :meth:`on_commit` never calls back (no need to ask it)
     #: The ``keep`` policy's delay in seconds, when known (the sweeper sets it): :meth:`finish_run` then stamps
     #: ``archive_at = ended_at + archive_after_s`` on the final write, so the sweeper need not write it later.
     archive_after_s: float | None

@@ -60,6 +60,8 @@ _SHRUNK = ("runs", "transcripts", "announcements", "audit", "_anns_of")
 class MemoryStore:
     """A :class:`~subagents.store.base.Store` kept in dicts; nothing survives the process."""
 
+    writes_at_once = True
+
     def __init__(self) -> None:
         self.url = "memory://"
         self.runs: dict[str, RunRecord | tuple[Any, ...]] = {}  # a final run's: its fields (see _rec)

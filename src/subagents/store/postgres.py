@@ -91,6 +91,8 @@ _TAKE_REQUESTS = ("UPDATE requests q SET done_at = %s FROM runs r WHERE r.run_id
 class PostgresStore:
     """A :class:`~subagents.store.base.Store` in a PostgreSQL database.  See the module docstring."""
 
+    writes_at_once = False
+
     def __init__(self, url: str, *, timeout: float = 10.0, linger_s: float = 0.002, max_backlog: int = MAX_BACKLOG,
                  lease_s: float = LEASE_S, renew_s: float | None = None) -> None:
         if max_backlog < 2:

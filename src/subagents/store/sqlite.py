@@ -85,6 +85,8 @@ SIGKILL can lose.  A caller that would go over it waits for the writer (see :met
 class SQLiteStore:
     """A :class:`~subagents.store.base.Store` in one SQLite file.  See the module docstring."""
 
+    writes_at_once = False
+
     def __init__(self, path: str | Path, *, timeout: float = 5.0, linger_s: float = 0.002,
                  durable: bool = False, max_backlog: int = MAX_BACKLOG, lease_s: float = LEASE_S,
                  renew_s: float | None = None, checkpoint_s: float = 1.0,
