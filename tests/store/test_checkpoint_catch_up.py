@@ -130,3 +130,29 @@ def test_a_wal_grown_past_its_bound_is_checkpointed_without_waiting_for_the_inte
     finally:
         ck.stop()
         w.close()
+
+
+def test_its_thread_checkpoints_when_kicked_and_ends_when_stopped(tmp_path: Path) -> None:
+    """The thread runs on a bare ``_thread`` lock (the writer process imports no ``threading``): a kick wakes
+    it long before its interval, kicks that pile up do not fail, stop waits for it to end, twice is harmless."""
+    path = tmp_path / "k.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    ck = Checkpointer(path, interval_s=3600)
+    try:
+        assert ck.alive
+        for _ in range(3):
+            ck.kick()  # (set while set: no error)
+        deadline = time.monotonic() + 10
+        while ck.checkpoints == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert ck.checkpoints >= 1
+        assert ck.wal_pages > 0
+    finally:
+        ck.stop()
+        conn.close()
+    assert not ck.alive
+    ck.stop()
+    assert not ck.alive

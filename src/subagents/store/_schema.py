@@ -30,7 +30,9 @@ written by a newer one is refused (never downgraded).
 
 from __future__ import annotations
 
-import sqlite3
+TYPE_CHECKING = False  # (the writer process loads this file: no typing, no sqlite3 wrapper at run time)
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["FINAL_SQL", "PROMPT_SQL", "RUN_COLUMNS", "SCHEMA_VERSION", "SWEEP_KEY", "V1_SCHEMA", "migrate"]
 

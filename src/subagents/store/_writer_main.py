@@ -24,21 +24,25 @@ decides when the store closes (a Ctrl-C in a terminal reaches the whole process 
 
 from __future__ import annotations
 
-import contextlib
 import importlib.machinery
 import marshal
 import os
 import select
-import signal
-import sqlite3
 import struct
 import sys
 import time
 from types import ModuleType
 
-TYPE_CHECKING = False  # (not json, pathlib, typing: their imports were ~30 ms of the writer's ~80 ms start here)
+# not json, pathlib, typing (~30 ms of the writer's ~80 ms start), nor contextlib, signal (its enums) and the
+# sqlite3 package's datetime adapters, threading (~15 ms of the ~50 left): the C modules under them do the work
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import signal as _signal
+    import sqlite3
     from typing import Any
+else:
+    import _signal
+    import _sqlite3 as sqlite3
 
 BATCH, LEASE, STATS, KICK, DONE, STOP = range(6)
 PREPARE = "prepare"  # the kind of an error met folding a batch (a value JSON cannot encode)
@@ -149,7 +153,7 @@ class WriterProcess:
                                     "wal_pages": self.ckpt.wal_pages, "pid": os.getpid(), "commits": self.commits,
                                     "autocheckpoint": self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0],
                                     "temp_store": self.conn.execute("PRAGMA temp_store").fetchone()[0],
-                                    "checkpointer_alive": self.ckpt.thread.is_alive()}))
+                                    "checkpointer_alive": self.ckpt.alive}))
             elif code == KICK:
                 self.ckpt.kick()
             elif code == STOP:
@@ -165,8 +169,10 @@ class WriterProcess:
             self.reply((DONE, nbatches, self.error))
         if self.ckpt.restart_due:  # the WAL grew past its bound: start it over, between our own transactions
             self.ckpt.restart_due = False
-            with contextlib.suppress(sqlite3.Error):
+            try:
                 self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
+            except sqlite3.Error:
+                pass
 
     def statements(self, batches: list[Any]) -> tuple[list[Any], tuple[str, str] | None]:
         """The statements of ``batches`` in order, and the error of a batch that could not be prepared (a value
@@ -207,8 +213,10 @@ class WriterProcess:
             self.commits += 1
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
             self.error = _error(e)
-            with contextlib.suppress(sqlite3.Error):
+            try:
                 c.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def parent_alive(self) -> bool:
         """Whether the parent still runs (or closed the store: STOP).  Checked holding the write lock, just
@@ -245,8 +253,10 @@ class WriterProcess:
     def close(self) -> None:
         self.ckpt.stop()
         if self.stopping:
-            with contextlib.suppress(sqlite3.Error):  # leave no WAL behind (the file alone is the store)
+            try:  # leave no WAL behind (the file alone is the store)
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass
         self.conn.close()
 
 
@@ -257,16 +267,20 @@ def yield_cpu() -> None:
     it would preempt the event loop for its ~1 ms commit.  ``SCHED_BATCH``: a wake-up never preempts;
     :data:`WRITER_NICE`: when the runtime wakes, it takes its CPU back at once (the writer waits or moves to
     another CPU).  Where the OS or a container forbids either, the writer runs as it is."""
-    with contextlib.suppress(AttributeError, OSError):  # (not Linux; a seccomp profile refusing it)
+    try:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    with contextlib.suppress(AttributeError, OSError):
+    except (AttributeError, OSError):  # (not Linux; a seccomp profile refusing it)
+        pass
+    try:
         os.nice(WRITER_NICE)
+    except (AttributeError, OSError):
+        pass
 
 
 def main() -> None:
     yield_cpu()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
+    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+        _signal.signal(sig, _signal.SIG_IGN)
     cfg = marshal.loads(bytes.fromhex(sys.argv[1]))
     try:
         w = WriterProcess(cfg)
