@@ -37,9 +37,8 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from ..exceptions import StoreError
-from ..messages import Message, message_from_dict
+from ..messages import Message
 from ._batch import (
-    ANN_COLS,
     APPEND,
     CALL,
     COLS_SQL,
@@ -53,18 +52,16 @@ from ._batch import (
     UPDATE,
     Plan,
     Recorder,
-    record_from_row,
 )
-from ._lease import LEASE_S, RENEW_S, Lease, new_owner_id, process_identity
+from ._lease import LEASE_S, RENEW_S, new_owner_id, process_identity
 from ._pg_batch import apply_plan
 from ._pg_schema import SWEEP_ORDER, open_schema
 from ._pg_support import RENEW_SQL, PgReader, PgWriter, clean, connect, describe, pg_error
 from ._schema import FINAL_SQL, SWEEP_KEY
+from ._sql_reads import SqlReads
 from ._writer import LeaseTerms
 from .base import (
-    FINAL_STATUSES,
     AnnouncementRecord,
-    AuditRecord,
     Request,
     RunRecord,
     check_run_fields,
@@ -88,10 +85,11 @@ _TAKE_REQUESTS = ("UPDATE requests q SET done_at = %s FROM runs r WHERE r.run_id
                   "AND r.owner = %s RETURNING q.id, q.run_id, q.kind, q.message, q.created_at")
 
 
-class PostgresStore:
+class PostgresStore(SqlReads):
     """A :class:`~subagents.store.base.Store` in a PostgreSQL database.  See the module docstring."""
 
     writes_at_once = False
+    _P, _ORD = "%s", "ord"  # (the shared reads: SqlReads)
 
     def __init__(self, url: str, *, timeout: float = 10.0, linger_s: float = 0.002, max_backlog: int = MAX_BACKLOG,
                  lease_s: float = LEASE_S, renew_s: float | None = None) -> None:
@@ -323,67 +321,5 @@ class PostgresStore:
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._with_conn(lambda c: c.execute(sql, params).fetchall(), "reading it")
 
-    def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE run_id = %s", (run_id,))
-        return record_from_row(rows[0]) if rows else None
-
-    def list_runs(self, *, include_archived: bool = False, status: str | None = None,
-                  root_id: str | None = None) -> list[RunRecord]:
-        where, params = [], []
-        if not include_archived:
-            where.append("archived = 0")
-        if status is not None:
-            where.append("status = %s" if status in FINAL_STATUSES else f"status = %s AND NOT {FINAL_SQL}")
-            params.append(status)
-        if root_id is not None:
-            where.append("(root_id = %s OR run_id = %s)")
-            params += [root_id, root_id]
-        cond = f" WHERE {' AND '.join(where)}" if where else ""
-        return [record_from_row(r) for r in self._read(f"SELECT {COLS_SQL} FROM runs{cond} ORDER BY created_at, ord",
-                                                       params)]
-
-    def child_ids(self, parent_id: str) -> list[str]:
-        rows = self._read("SELECT run_id FROM runs WHERE parent_id = %s ORDER BY created_at, ord", (parent_id,))
-        return [r[0] for r in rows]
-
-    def root_nicknames(self, agent_type: str) -> set[str]:
-        rows = self._read("SELECT nickname FROM runs WHERE parent_id IS NULL AND agent_type = %s", (agent_type,))
-        return {r[0] for r in rows}
-
-    def transcript(self, run_id: str, start: int = 0) -> list[Message]:
-        rows = self._read("SELECT message FROM transcript WHERE run_id = %s AND seq >= %s ORDER BY seq",
-                          (run_id, start))
-        return [message_from_dict(json.loads(r[0])) for r in rows]
-
-    def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
-        cond, params = (" AND parent_id = %s", (parent_id,)) if parent_id is not None else ("", ())
-        rows = self._read(f"SELECT {ANN_COLS} FROM announcements WHERE delivered_at IS NULL{cond} "
-                          "ORDER BY created_at, ord", params)
-        return [AnnouncementRecord(*r) for r in rows]
-
-    def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
-                         ) -> list[AnnouncementRecord]:
-        where = [f"{col} = %s" for col, v in (("child_id", child_id), ("parent_id", parent_id)) if v is not None]
-        params = [v for v in (child_id, parent_id) if v is not None]
-        cond = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._read(f"SELECT {ANN_COLS} FROM announcements{cond} ORDER BY created_at, ord", params)
-        return [AnnouncementRecord(*r) for r in rows]
-
-    def audit_of(self, run_id: str) -> list[AuditRecord]:
-        rows = self._read("SELECT run_id, at, kind, data FROM audit WHERE run_id = %s ORDER BY id", (run_id,))
-        return [AuditRecord(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
-
-    def cleanup_candidates(self, now: float, limit: int | None = None,
-                           after: tuple[float, str] | None = None) -> list[RunRecord]:
-        if limit is None:
-            rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE archived = 0 AND {FINAL_SQL} AND (cleanup = "
-                              "'delete' OR archive_at IS NULL OR archive_at <= %s) ORDER BY created_at, ord", (now,))
-        else:  # one step of a sweep: the next `limit` runs due, in the order of the runs_sweep index
-            lo, last = after if after is not None else (float("-inf"), "")
-            rows = self._read(_SWEEP_STEP, (lo, last, now, limit))
-        return [record_from_row(r) for r in rows]
-
-    def lease(self, owner: str) -> Lease | None:
-        rows = self._read("SELECT owner, heartbeat, expires, process FROM owners WHERE owner = %s", (owner,))
-        return Lease(rows[0][0], float(rows[0][1]), float(rows[0][2]), rows[0][3]) if rows else None
-
+    def _sweep_step(self, lo: float, last: str, now: float, limit: int) -> list[Any]:
+        return self._read(_SWEEP_STEP, (lo, last, now, limit))

@@ -36,18 +36,16 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import StoreError
-from ..messages import Message, message_from_dict
+from ..messages import Message
 from ._batch import (
     _SWEEP_STEP,
-    ANN_COLS,
     APPEND,
     CALL,
-    COLS_SQL,
     CREATE,
     DELETE,
     DELIVER,
@@ -56,19 +54,16 @@ from ._batch import (
     UPDATE,
     announcement_values,
     message_values,
-    record_from_row,
     record_values,
 )
 from ._checkpoint import MAX_WAL_PAGES
-from ._lease import LEASE_S, RENEW_S, Lease, claim_runs, new_owner_id, process_identity
+from ._lease import LEASE_S, RENEW_S, claim_runs, new_owner_id, process_identity
 from ._open import WRITER_PRAGMAS, open_writer
 from ._proc import ProcWriter
-from ._schema import FINAL_SQL
+from ._sql_reads import SqlReads
 from ._support import on_loop, running_loop, store_error
 from .base import (
-    FINAL_STATUSES,
     AnnouncementRecord,
-    AuditRecord,
     Request,
     RunRecord,
     check_run_fields,
@@ -82,7 +77,7 @@ MAX_BACKLOG = 2_000
 SIGKILL can lose.  A caller that would go over it waits for the writer (see :meth:`SQLiteStore.room`)."""
 
 
-class SQLiteStore:
+class SQLiteStore(SqlReads):
     """A :class:`~subagents.store.base.Store` in one SQLite file.  See the module docstring."""
 
     writes_at_once = False
@@ -262,10 +257,6 @@ class SQLiteStore:
         self._put((SQL, "INSERT INTO audit (run_id, at, kind, data) VALUES (?, ?, ?, ?)",
                    (run_id, at, kind, json.dumps(data, ensure_ascii=False, default=str))))
 
-    def audit_of(self, run_id: str) -> list[AuditRecord]:
-        rows = self._read("SELECT run_id, at, kind, data FROM audit WHERE run_id = ? ORDER BY id", (run_id,))
-        return [AuditRecord(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
-
     def on_commit(self, callback: Callable[[], None]) -> bool:
         """See :meth:`Store.on_commit`; asked on an event loop, it is called on that loop (with the batch's others)."""
         loop = running_loop()
@@ -322,7 +313,7 @@ class SQLiteStore:
             self._rconn.close()
 
     # -- reads ----------------------------------------------------------------------------------
-    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         if self._error is not None:
             raise self._error
         if self._closed:
@@ -333,62 +324,8 @@ class SQLiteStore:
         except sqlite3.Error as e:
             raise store_error(self.path, e, "reading it") from None
 
-    def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE run_id = ?", (run_id,))
-        return record_from_row(rows[0]) if rows else None
-
-    def list_runs(self, *, include_archived: bool = False, status: str | None = None,
-                  root_id: str | None = None) -> list[RunRecord]:
-        where, params = [], []
-        if not include_archived:
-            where.append("archived = 0")
-        if status is not None:
-            where.append("status = ?" if status in FINAL_STATUSES else f"status = ? AND NOT {FINAL_SQL}")  # runs_open
-            params.append(status)
-        if root_id is not None:
-            where.append("(root_id = ? OR run_id = ?)")
-            params += [root_id, root_id]
-        cond = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self._read(f"SELECT {COLS_SQL} FROM runs{cond} ORDER BY created_at, rowid", params)
-        return [record_from_row(r) for r in rows]
-
-    def child_ids(self, parent_id: str) -> list[str]:
-        rows = self._read("SELECT run_id FROM runs WHERE parent_id = ? ORDER BY created_at, rowid", (parent_id,))
-        return [r[0] for r in rows]
-
-    def root_nicknames(self, agent_type: str) -> set[str]:
-        rows = self._read("SELECT nickname FROM runs WHERE parent_id IS NULL AND agent_type = ?", (agent_type,))
-        return {r[0] for r in rows}
-
-    def transcript(self, run_id: str, start: int = 0) -> list[Message]:
-        rows = self._read("SELECT message FROM transcript WHERE run_id = ? AND seq >= ? ORDER BY seq", (run_id, start))
-        return [message_from_dict(json.loads(r[0])) for r in rows]
-
-    def pending_announcements(self, parent_id: str | None = None) -> list[AnnouncementRecord]:
-        cond, params = ("AND parent_id = ?", (parent_id,)) if parent_id is not None else ("", ())
-        rows = self._read(f"SELECT {ANN_COLS} FROM announcements WHERE delivered_at IS NULL {cond} "
-                          "ORDER BY created_at, rowid", params)
-        return [AnnouncementRecord(*r) for r in rows]
-
-    def announcements_of(self, child_id: str | None = None, parent_id: str | None = None
-                         ) -> list[AnnouncementRecord]:
-        rows = self._read(f"SELECT {ANN_COLS} FROM announcements WHERE (?1 IS NULL OR child_id = ?1) "
-                          "AND (?2 IS NULL OR parent_id = ?2) ORDER BY created_at, rowid", (child_id, parent_id))
-        return [AnnouncementRecord(*r) for r in rows]
-
-    def cleanup_candidates(self, now: float, limit: int | None = None,
-                           after: tuple[float, str] | None = None) -> list[RunRecord]:
-        if limit is None:
-            rows = self._read(f"SELECT {COLS_SQL} FROM runs WHERE archived = 0 AND {FINAL_SQL} AND (cleanup = "
-                              "'delete' OR archive_at IS NULL OR archive_at <= ?) ORDER BY created_at, rowid", (now,))
-        else:  # one step of a sweep: the next `limit` runs due, in the order of the runs_sweep index
-            lo, last = after if after is not None else (float("-inf"), "")
-            rows = self._read(_SWEEP_STEP, (lo, now, last, limit))
-        return [record_from_row(r) for r in rows]
-
-    def lease(self, owner: str) -> Lease | None:
-        rows = self._read("SELECT owner, heartbeat, expires, process FROM owners WHERE owner = ?", (owner,))
-        return Lease(rows[0][0], float(rows[0][1]), float(rows[0][2]), rows[0][3]) if rows else None
+    def _sweep_step(self, lo: float, last: str, now: float, limit: int) -> list[Any]:
+        return self._read(_SWEEP_STEP, (lo, now, last, limit))
 
     def take_requests(self, owner: str, at: float) -> list[Request]:
         """Hand out open requests for this owner's committed runs (once each: marked done in the same call)."""
