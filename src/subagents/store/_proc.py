@@ -58,8 +58,7 @@ class ProcWriter:
         self._rbuf = bytearray()
         self._lock = threading.RLock()  # one thread at a time sends, reads and answers (the store hands a thread's
         # writes to its event loop; this keeps a stray one from sending a frame twice or counting a reply twice)
-        self._rfd = -1
-        self._wfd = -1
+        self._rfd = self._wfd = -1  # the pipe's ends (-1: none, or the writer is gone)
         self._out = bytearray()  # frames not yet written to the writer's input
         self._writer_loop: asyncio.AbstractEventLoop | None = None  # the loop writing them as the pipe drains
         self._reader: asyncio.AbstractEventLoop | None = None  # the loop reading replies
@@ -74,20 +73,25 @@ class ProcWriter:
         return self.submitted - self.committed
 
     # -- sending ---------------------------------------------------------------------------------------
-    def _start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-I", "-S", _SCRIPT, self._cfg], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, bufsize=0,
-                                     process_group=0)  # a Ctrl-C in the terminal is the runtime's to handle
-        assert self.proc.stdout is not None
-        assert self.proc.stdin is not None
-        self._rfd = self.proc.stdout.fileno()
-        self._wfd = self.proc.stdin.fileno()
-        os.set_blocking(self._rfd, False)
-        os.set_blocking(self._wfd, False)
-        with contextlib.suppress(OSError):  # a bigger pipe: fewer wake-ups to write a large batch
-            fcntl.fcntl(self._wfd, _F_SETPIPE_SZ, 1 << 20)
-        if self.lease is not None:
-            self._send((LEASE, *self.lease))
+    def start(self) -> None:
+        """Start the writer process: at the first write, or sooner (:meth:`SQLiteStore.start_writer
+        <subagents.store.sqlite.SQLiteStore.start_writer>`); once, and not for a store that failed or closes."""
+        with self._lock:
+            if self.proc is not None or self.error is not None or self._closing:
+                return
+            self.proc = subprocess.Popen([sys.executable, "-I", "-S", _SCRIPT, self._cfg], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, bufsize=0,
+                                         process_group=0)  # a Ctrl-C in the terminal is the runtime's to handle
+            assert self.proc.stdout is not None
+            assert self.proc.stdin is not None
+            self._rfd = self.proc.stdout.fileno()
+            self._wfd = self.proc.stdin.fileno()
+            os.set_blocking(self._rfd, False)
+            os.set_blocking(self._wfd, False)
+            with contextlib.suppress(OSError):  # a bigger pipe: fewer wake-ups to write a large batch
+                fcntl.fcntl(self._wfd, _F_SETPIPE_SZ, 1 << 20)
+            if self.lease is not None:
+                self._send((LEASE, *self.lease))
 
     def _send(self, msg: tuple[Any, ...]) -> None:
         """Queue ``msg`` for the writer and write what the pipe takes now; the rest goes as it drains (the
@@ -97,7 +101,7 @@ class ProcWriter:
 
     def _send_locked(self, msg: tuple[Any, ...]) -> None:
         if self.proc is None:
-            self._start()
+            self.start()
         data = frame(msg)
         if self._wfd < 0:
             return  # the writer is gone: the store has failed already
@@ -128,10 +132,14 @@ class ProcWriter:
 
     def _writable_locked(self) -> None:
         self._write()
-        if not self._out and self._writer_loop is not None:
+        if not self._out:
+            self._unwatch_writes()
+
+    def _unwatch_writes(self) -> None:
+        loop, self._writer_loop = self._writer_loop, None
+        if loop is not None and not loop.is_closed():
             with contextlib.suppress(Exception):
-                self._writer_loop.remove_writer(self._wfd)
-            self._writer_loop = None
+                loop.remove_writer(self._wfd)
 
     def hold_lease(self, owner: str, lease_s: float, renew_s: float, process: str) -> None:
         """Write the lease with the next transaction, then renew it every ``renew_s`` (in the writer process)."""
@@ -171,11 +179,6 @@ class ProcWriter:
         return True
 
     # -- receiving -------------------------------------------------------------------------------------
-    @property
-    def reader(self) -> asyncio.AbstractEventLoop | None:
-        """The event loop that reads the writer's replies (``None`` before the first batch went from a loop)."""
-        return self._reader
-
     def _listen(self) -> None:
         """Have the running event loop read the replies (once per loop)."""
         loop = running_loop()
@@ -308,10 +311,7 @@ class ProcWriter:
             with contextlib.suppress(Exception):
                 self._reader.remove_reader(self._rfd)
         self._reader = None
-        if self._writer_loop is not None and not self._writer_loop.is_closed():
-            with contextlib.suppress(Exception):
-                self._writer_loop.remove_writer(self._wfd)
-        self._writer_loop = None
+        self._unwatch_writes()
         self._rfd = self._wfd = -1
         self._out.clear()
         try:
@@ -384,10 +384,7 @@ class ProcWriter:
             with self._lock:
                 self._out += STOP_FRAME
             self.wait(lambda: not self._out)
-        if self._writer_loop is not None and not self._writer_loop.is_closed():
-            with contextlib.suppress(Exception):
-                self._writer_loop.remove_writer(self._wfd)
-        self._writer_loop = None
+        self._unwatch_writes()
         with contextlib.suppress(OSError):
             proc.stdin.close()
         self.wait(lambda: False)  # until end of output: every reply read

@@ -268,10 +268,8 @@ class SQLiteStore(SqlReads):
     def start_writer(self) -> None:
         """Start the writer process now, not at the first write: it takes ~50-100 ms to be ready, and the first
         writes of a busy runtime wait for it (back-pressure).  A :class:`~subagents.Runtime` calls it as it opens."""
-        w = self._w
-        with w._lock:
-            if w.proc is None and not self._closed and w.error is None:
-                w._start()
+        if not self._closed:
+            self._w.start()
 
     def hurry(self) -> None:
         if not self._closed and self._w.error is None:
