@@ -119,7 +119,7 @@ class PgWriter(Writer):
         self.timeout = timeout
         self.retry_s = retry_s
         self.reconnects = 0
-        # Writer's own connection slot is for SQLite (its checkpoints); this writer has no checkpointer
+        # (Writer's connection is typed as SQLite's: the thread writer began as the SQLite store's)
         super().__init__(cast(Any, conn), Path("postgres"))
 
     def _renewal(self) -> Call | None:

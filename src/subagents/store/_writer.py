@@ -21,7 +21,6 @@ from typing import Any
 
 from ..exceptions import StoreError
 from ._batch import CALL, FLUSH
-from ._checkpoint import Checkpointer
 from ._lease import process_identity
 from ._support import store_error
 
@@ -51,7 +50,6 @@ class Writer:
         self.submitted = 0   # operations accepted (calling thread)
         self.committed = 0   # operations committed or failed (writer thread)
         self.lease: LeaseTerms | None = None  # set by the calling side when it first owns a run
-        self.checkpointer: Checkpointer | None = None  # its restart_due is acted on after a commit
         self.inflight = 0  # batches queued or being committed (under _idle_lock)
         self._idle_lock = threading.Lock()
         self._on_idle: tuple[asyncio.AbstractEventLoop, Callable[[], None]] | None = None
@@ -131,11 +129,6 @@ class Writer:
             if wake is not None:
                 with contextlib.suppress(RuntimeError):  # that event loop is closed
                     wake[0].call_soon_threadsafe(wake[1])
-            ck = self.checkpointer
-            if ck is not None and ck.restart_due:  # the WAL grew past its bound: start it over
-                ck.restart_due = False
-                with contextlib.suppress(sqlite3.Error):
-                    self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
             _signal(real)  # flush waiters and commit callbacks run even after a failure
             if stop:
                 return
