@@ -142,7 +142,8 @@ def test_its_thread_checkpoints_when_kicked_and_ends_when_stopped(tmp_path: Path
     conn.execute("INSERT INTO t VALUES (1)")
     ck = Checkpointer(path, interval_s=3600)
     try:
-        assert ck.alive
+        running = ck.alive
+        assert running
         for _ in range(3):
             ck.kick()  # (set while set: no error)
         deadline = time.monotonic() + 10
