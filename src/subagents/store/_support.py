@@ -54,12 +54,9 @@ def store_error(path: Path, e: BaseException, doing: str) -> StoreError:
                       "or point [store] url at another file")
 
 
-def running_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop running in this thread, if any."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+running_loop: Callable[[], asyncio.AbstractEventLoop | None] = asyncio.events._get_running_loop
+"""The event loop running in this thread, if any (``None``: asyncio's own C function, called on every store
+write: no Python frame, no exception when there is none)."""
 
 
 def on_loop(loop: asyncio.AbstractEventLoop | None, fn: Callable[[], None]) -> bool:

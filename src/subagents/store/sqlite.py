@@ -134,16 +134,16 @@ class SQLiteStore(SqlReads):
             raise w.error
         if self._closed:
             raise StoreError(f"the run store {self.path} is closed; open a new Runtime to use it")
-        if w.backlog >= self.max_backlog:  # back-pressure: hand over what is gathered, wait for the writer
-            self._handoff()
+        if w.submitted - w.committed >= self.max_backlog:  # (w.backlog) at its bound: back-pressure; hand
+            self._handoff()                                # over what is gathered and wait for the writer
             w.wait_room(self.max_backlog)
             if w.error is not None:
                 raise w.error
         self._pending.append(op)
         self._npending += 1
         w.submitted += 1
-        timer = self._timer_loop
-        if timer is not None and not timer.is_closed():
+        timer = self._timer_loop  # (the running loop is not closed: asked only of another)
+        if timer is not None and (timer is loop or not timer.is_closed()):
             if self._npending >= self._eager and not self._npending & 31 and w.poll() <= 1:
                 self._handoff()  # a long step of the event loop (a burst of spawns) keeps the writer fed
             return  # a hand-off is already due for this batch
