@@ -224,6 +224,7 @@ def main() -> None:
         add("subagents", "fan100000_mb", r["peak_rss_mb"])
         add("subagents", "fan100000_child_us", r["per_child_us"])
         add("subagents", "fan100000_cpu_ms", r["cpu_ms"])
+        add("subagents", "fan100000_x", r["x_floor"])
         progress(f"fanout 100,000 (max_threads 1,000, queued): {r['wall_ms']:.0f} ms, {r['peak_rss_mb']:.0f} MB")
 
     # (5) cold start: interleaved rounds of launches; median of round medians
