@@ -43,13 +43,13 @@ from ..store.base import AnnouncementRecord, Store
 from ..tools.base import Tool
 from ..tools.todo_store import TodoStore
 from . import isolation as worktrees
-from . import waiting
+from . import resuming, waiting
 from .delivery import Announcements
 from .dormant import CoreReviver, release_if_idle, unborn
 from .events import EventBus
 from .factory import AgentFactory, Grant, ManagerSettings, check_priced
 from .ids import new_agent_id
-from .limits import Budget, Limits
+from .limits import Limits
 from .loop import Stopped
 from .nicknames import NicknamePool
 from .node import AgentNode
@@ -312,42 +312,12 @@ class AgentManager:
     # ------------------------------------------------------------------------------------------
     # steering
     def send_input(self, ref: str, message: str, *, sender: str = "user") -> AgentNode:
-        node = self.tree.require(ref)
-        if not message.strip():
-            raise SpawnError("the message is empty; say what the agent should do")
-        if node.status.is_final():
-            raise SpawnError(f"agent {node.nickname} ({node.id}) has already finished (status {node.status}); "
-                             "use resume_agent(agent_id, message) to give it more work")
-        node.core.inbox.put(f"<message from {sender}>\n{message}\n</message>")
-        return node
+        """Queue ``message`` for a running agent (:func:`.resuming.send_input`)."""
+        return resuming.send_input(self, ref, message, sender)
 
     def resume(self, ref: str, message: str, *, limits: Limits | None = None) -> AgentNode:
-        node = self.tree.require(ref)
-        if not message.strip() and not node.followups_:  # the queued announcements can be the whole turn
-            raise SpawnError("the message is empty; say what the resumed agent should do")
-        if not node.status.is_final():
-            raise SpawnError(f"agent {node.nickname} ({node.id}) is still {node.status}; "
-                             "use send_input to give it more instructions, or wait for it")
-        parent = self.nodes.get(node.parent_id) if node.parent_id else None
-        with self.slots.reserve(node.depth, parent) as reservation:
-            wanted = node.limits if limits is None else node.limits.merged(limits)
-            budget_from = parent.core.budget if parent is not None and parent.status is Status.RUNNING else None
-            try:
-                carved = budget_from.carve(wanted) if budget_from is not None else wanted
-            except LimitExceeded as e:
-                raise SpawnError(f"cannot resume: the parent's budget is used up ({e})") from None
-            node.limits = carved
-            node.core.limits = carved
-            node.core.budget = Budget(carved, parent=budget_from)
-            node.holds_slot = reservation.held
-            node.closing = False
-            reservation.commit()
-        self.nicknames.hold(node.nickname)
-        prompt = self.announcements.with_followups(node, message)
-        node.result = None
-        node.status = Status.PENDING_INIT
-        self.start(node, prompt)
-        return node
+        """Give a finished agent more work on its own conversation (:func:`.resuming.resume`)."""
+        return resuming.resume(self, ref, message, limits)
 
     async def close(self, ref: str) -> RunResult:
         """Cancel an agent and all its descendants; their processes die with their tasks."""
