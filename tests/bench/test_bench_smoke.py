@@ -94,3 +94,30 @@ def test_goal_table_marks_what_is_met() -> None:
     assert next(x for x in lines if "memory store, nobody listening" in x).endswith("| yes |")
     assert next(x for x in lines if "sqlite store, nobody listening" in x).endswith("| **no** |")
     assert next(x for x in lines if "fan-out of 1,000" in x).endswith("| **no** |")  # 70 MB is over 60
+
+
+def test_opcode_counts_are_per_unit_ranked_and_repeatable(capsys: pytest.CaptureFixture[str]) -> None:
+    import opcodes
+
+    first = opcodes.main(["cycle", "--store", "memory", "--n", "12", "--top", "5"])
+    assert json.loads(capsys.readouterr().out.strip()) == first
+    assert first["sizes"] == [3, 12]
+    assert first["per"] == "cycle"
+    shares = [row[0] for row in first["top"]]
+    assert len(shares) == 5
+    assert shares == sorted(shares, reverse=True)
+    assert any("runtime/manager.py" in row[2] for row in first["top"])  # the spawn pipeline is there, by name
+    assert 1_000 < first["opcodes"] < 100_000  # a cycle is thousands of opcodes, not a handful nor millions
+    again = opcodes.main(["cycle", "--store", "memory", "--n", "12", "--top", "5"])
+    assert abs(again["opcodes"] - first["opcodes"]) <= first["opcodes"] * 0.002  # the point: no timing noise
+    fan = opcodes.main(["fanout", "--store", "sqlite", "--n", "8", "--top", "3"])
+    assert fan["per"] == "child"
+    assert fan["opcodes"] > 1_000
+
+
+def test_opcodes_refuses_a_size_it_cannot_split(capsys: pytest.CaptureFixture[str]) -> None:
+    import opcodes
+
+    with pytest.raises(SystemExit):
+        opcodes.main(["cycle", "--n", "2"])
+    assert "--n must be at least 4" in capsys.readouterr().err
