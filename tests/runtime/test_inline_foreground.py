@@ -226,3 +226,34 @@ async def test_closes_and_cancels_at_random_moments_leave_every_run_ended_and_th
             for _ in range(5):  # (a background child may spawn its own after a wait began)
                 await rt.wait(timeout=10)
             assert all(n.status.is_final() for n in rt.manager.nodes.values()), how
+
+
+async def test_a_loop_of_instant_runs_leaves_the_event_loop_to_its_other_work(workdir: Path) -> None:
+    """Nothing in a run on an instant inline model has to wait, so without a yield a loop of ``rt.run`` calls
+    would hold the event loop for as long as it goes on (timers, the store's hand-offs, event subscribers
+    starved).  Each run yields once as it ends; a foreground child's end inside the parent's turn does not
+    (its parent's turn goes on: its next real model call waits anyway, and the root yields at its end)."""
+
+    def instant(req: ModelRequest) -> ModelResponse:
+        if req.agent.depth == 0 and not req.messages[-1].tool_results:
+            return ModelResponse(tool_calls=[spawn("fg")])
+        return ModelResponse(text="done")
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async with Runtime(FunctionModel(instant, inline=True), workdir=workdir, store="memory://",
+                       builtin_tools=False) as rt:
+        t = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        before = ticks
+        for _ in range(20):
+            assert (await rt.run("go")).text == "done"
+        seen = ticks - before
+        t.cancel()
+    assert 20 <= seen < 40, seen  # once per run (the child's end inside the parent's turn adds none)

@@ -149,7 +149,7 @@ class ManagerControl:
             if node.narrowed:
                 out["narrowed"] = "; ".join(node.narrowed)
             return json.dumps(out)
-        result = await self.mgr.wait_one(node)
+        result = await self.mgr.wait_one(node, settle=False)  # (the parent's turn goes on; its root yields)
         text = compressed_result(result, self.mgr.cfg.result_max_chars)
         return f"[narrowed: {'; '.join(node.narrowed)}]\n{text}" if node.narrowed else text
 

@@ -347,9 +347,10 @@ class AgentManager:
         """Wait for all (or, with ``any_``, the first) of ``refs``; ``(results, still_running, timed_out)``."""
         return await waiting.wait_all([self.tree.require(r) for r in refs], timeout, any_=any_)
 
-    async def wait_one(self, node: AgentNode) -> RunResult:
-        """Wait for one agent to end (the foreground path); cancelling the waiter closes the agent."""
-        return await waiting.wait_one(node, self.close)
+    async def wait_one(self, node: AgentNode, *, settle: bool = True) -> RunResult:
+        """Wait for one agent to end (the foreground path); cancelling the waiter closes the agent; ``settle``:
+        yield to the event loop once if its run ended without waiting (:func:`.waiting.wait_one`)."""
+        return await waiting.wait_one(node, self.close, settle=settle)
 
     async def shutdown(self) -> None:
         """Close every agent still running (runtime exit)."""

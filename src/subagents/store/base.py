@@ -76,6 +76,8 @@ _RUN_FIELDS = frozenset(f.name for f in fields(RunRecord)) - {"run_id"}
 
 def check_run_fields(values: dict[str, Any]) -> None:
     """Refuse an update that names a field a run record does not have (or its ``run_id``)."""
+    if _RUN_FIELDS.issuperset(values):  # (the usual case: one set operation)
+        return
     for k in values:
         if k not in _RUN_FIELDS:
             raise StoreError(f"unknown run record field {k!r}; the fields are those of RunRecord")
