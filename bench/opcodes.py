@@ -8,7 +8,10 @@ docs/benchmarks.md), so a change worth 3-5% cannot be seen in them without dozen
 counts the bytecode instructions the interpreter executes instead (``sys.settrace`` with
 ``f_trace_opcodes``), per function, over two sizes of the same workload — ``n // 4`` and ``n`` cycles, or
 children — and prints the difference divided by the difference in size: what one more cycle or child costs,
-without the start-up both share.  Two runs of the same code agree to within a few opcodes in ten thousand.
+without the start-up both share.  Two runs of the same code agree to within a few opcodes in ten thousand —
+except with the SQLite store *and* a listener, where how many batches a cycle takes (and so how many commit
+callbacks and event bursts) depends on the writer process's pace: there runs differ by up to ~5%; compare
+medians of a few runs.
 
 What it does not see: time in C (builtins, the garbage collector, system calls, cache misses — in a large
 fan-out everything costs about twice its micro-benchmark), and the SQLite writer process's work.  Read it as

@@ -91,17 +91,18 @@ class EventBus:
             self._held.append(g)
 
     def open(self, g: Gate) -> None:
+        """Open ``g``; deliver what it held, up to the next gate still closed (a SQLite batch's events at once)."""
         g.is_open = True
         q = self._held
         while q:
-            x = q[0]
+            x = q.popleft()
             if type(x) is Gate:
                 if not x.is_open:
+                    q.appendleft(x)
                     return
-                q.popleft()
             else:
-                q.popleft()
-                self._deliver(x)  # type: ignore[arg-type]
+                for f in self._sinks:  # (read per event: a callback may subscribe or unsubscribe)
+                    f(x)
 
     def _release_all(self) -> None:
         held, self._held = self._held, collections.deque()

@@ -103,6 +103,7 @@ class SQLiteStore(SqlReads):
         self._linger = linger_s
         self._pending: list[tuple[Any, ...]] = []  # ops of the batch being gathered (calling thread)
         self._npending = 0  # how many of them came through _put (the writer counts them committed)
+        self._signals: list[tuple[Any, ...]] = []  # the batch's commit callbacks (CALL ops), kept apart
         self._timer_loop: asyncio.AbstractEventLoop | None = None  # where the hand-off of that batch is due
         self._home: asyncio.AbstractEventLoop | None = None  # the event loop the store belongs to (first to write)
         self._batch = 0  # the number of the batch being gathered (hand-offs so far)
@@ -125,9 +126,9 @@ class SQLiteStore(SqlReads):
         return self._w.error
 
     # -- the calling side: snapshot, enqueue, return -------------------------------------------
-    def _put(self, op: tuple[Any, ...]) -> None:
+    def _put(self, op: tuple[Any, ...], signal: bool = False) -> None:
         loop = running_loop()
-        if loop is not self._home and self._elsewhere(loop, lambda: self._put(op)):
+        if loop is not self._home and self._elsewhere(loop, lambda: self._put(op, signal)):
             return
         w = self._w
         if w.error is not None:
@@ -139,7 +140,7 @@ class SQLiteStore(SqlReads):
             w.wait_room(self.max_backlog)
             if w.error is not None:
                 raise w.error
-        self._pending.append(op)
+        (self._signals if signal else self._pending).append(op)
         self._npending += 1
         w.submitted += 1
         timer = self._timer_loop  # (the running loop is not closed: asked only of another)
@@ -176,13 +177,10 @@ class SQLiteStore(SqlReads):
         self._timer_loop = None
         self._batch += 1
         ops, self._pending = self._pending, []
+        signals, self._signals = self._signals, []
         n, self._npending = self._npending, 0
-        if not ops:
-            return
-        signals = [op for op in ops if op[0] >= CALL]
-        if signals:
-            ops = [op for op in ops if op[0] < CALL]
-        self._w.submit((ops, signals, n))
+        if ops or signals:
+            self._w.submit((ops, signals, n))
 
     @property
     def gathering(self) -> int | None:
@@ -260,7 +258,7 @@ class SQLiteStore(SqlReads):
     def on_commit(self, callback: Callable[[], None]) -> bool:
         """See :meth:`Store.on_commit`; asked on an event loop, it is called on that loop (with the batch's others)."""
         loop = running_loop()
-        self._put((CALL, callback, loop))
+        self._put((CALL, callback, loop), True)
         if loop is None:  # no event loop to call it later: wait for the commit (a CLI command, a thread)
             self._drain()
         return True
