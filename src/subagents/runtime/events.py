@@ -102,7 +102,7 @@ class EventBus:
                     return
             else:
                 for f in self._sinks:  # (read per event: a callback may subscribe or unsubscribe)
-                    f(x)
+                    f(x)  # type: ignore[arg-type]
 
     def _release_all(self) -> None:
         held, self._held = self._held, collections.deque()
