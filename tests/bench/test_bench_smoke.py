@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,11 +97,22 @@ def test_goal_table_marks_what_is_met() -> None:
     assert next(x for x in lines if "fan-out of 1,000" in x).endswith("| **no** |")  # 70 MB is over 60
 
 
-def test_opcode_counts_are_per_unit_ranked_and_repeatable(capsys: pytest.CaptureFixture[str]) -> None:
-    import opcodes
+def _opcodes(*args: str) -> subprocess.CompletedProcess[str]:
+    # (a process of its own: bench/authority.py, which it imports, shares its name with the tests' package)
+    return subprocess.run([sys.executable, str(BENCH / "opcodes.py"), *args], capture_output=True, text=True,
+                          timeout=300)
 
-    first = opcodes.main(["cycle", "--store", "memory", "--n", "12", "--top", "5"])
-    assert json.loads(capsys.readouterr().out.strip()) == first
+
+def _opcodes_json(*args: str) -> dict[str, Any]:
+    p = _opcodes(*args)
+    assert p.returncode == 0, p.stderr
+    (line,) = p.stdout.strip().splitlines()
+    out: dict[str, Any] = json.loads(line)
+    return out
+
+
+def test_opcode_counts_are_per_unit_ranked_and_repeatable() -> None:
+    first = _opcodes_json("cycle", "--store", "memory", "--n", "12", "--top", "5")
     assert first["sizes"] == [3, 12]
     assert first["per"] == "cycle"
     shares = [row[0] for row in first["top"]]
@@ -108,16 +120,14 @@ def test_opcode_counts_are_per_unit_ranked_and_repeatable(capsys: pytest.Capture
     assert shares == sorted(shares, reverse=True)
     assert any("runtime/manager.py" in row[2] for row in first["top"])  # the spawn pipeline is there, by name
     assert 1_000 < first["opcodes"] < 100_000  # a cycle is thousands of opcodes, not a handful nor millions
-    again = opcodes.main(["cycle", "--store", "memory", "--n", "12", "--top", "5"])
+    again = _opcodes_json("cycle", "--store", "memory", "--n", "12", "--top", "5")
     assert abs(again["opcodes"] - first["opcodes"]) <= first["opcodes"] * 0.002  # the point: no timing noise
-    fan = opcodes.main(["fanout", "--store", "sqlite", "--n", "8", "--top", "3"])
+    fan = _opcodes_json("fanout", "--store", "sqlite", "--n", "8", "--top", "3")
     assert fan["per"] == "child"
     assert fan["opcodes"] > 1_000
 
 
-def test_opcodes_refuses_a_size_it_cannot_split(capsys: pytest.CaptureFixture[str]) -> None:
-    import opcodes
-
-    with pytest.raises(SystemExit):
-        opcodes.main(["cycle", "--n", "2"])
-    assert "--n must be at least 4" in capsys.readouterr().err
+def test_opcodes_refuses_a_size_it_cannot_split() -> None:
+    p = _opcodes("cycle", "--n", "2")
+    assert p.returncode == 2
+    assert "--n must be at least 4" in p.stderr
