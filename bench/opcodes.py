@@ -1,7 +1,7 @@
 """Python opcodes per delegation cycle or per fan-out child, by function: a cost map the box's noise cannot move.
 
     python bench/opcodes.py cycle  [--store memory|sqlite] [--n 200] [--top 40] [--listener]
-    python bench/opcodes.py fanout [--store memory|sqlite] [--n 400] [--top 40]
+    python bench/opcodes.py fanout [--store memory|sqlite] [--n 400] [--top 40] [--threads M]
 
 Timings on this project's machines move by 20-40% between runs of the same code minutes apart (see
 docs/benchmarks.md), so a change worth 3-5% cannot be seen in them without dozens of alternated runs.  This
@@ -17,8 +17,10 @@ What it does not see: time in C (builtins, the garbage collector, system calls, 
 fan-out everything costs about twice its micro-benchmark), and the SQLite writer process's work.  Read it as
 "how much Python runs", next to the timed benchmarks, not instead of them: a Python loop replaced by C calls
 counts fewer opcodes and can still be slower (a record's 12 fields merged with ``dict(zip(...)).update()``
-instead of a loop: 283 opcodes fewer per cycle, 2.5 -> 4.2 µs per run under ``timeit``; not kept).  Dataclass ``__init__`` methods
-(generated, file ``<string>``) are named by their class.  Tracing makes the run ~30x slower.
+instead of a loop: 283 opcodes fewer per cycle, 2.5 -> 4.2 µs per run under ``timeit``; not kept).
+Dataclass ``__init__`` methods (generated, file ``<string>``) are named by their class.  Tracing makes the
+run ~30x slower.  ``--threads M``: a fan-out whose children run M at a time, the others queued (the
+100,000-children row of bench/run.py): its queue costs ~5% more Python per child than room for all.
 
 The workloads are the timed ones: ``cycle`` is :mod:`cycle`'s (a foreground child per parent run), ``fanout``
 is :mod:`ours`'s (one parent turn spawns ``n`` background children, then waits for them).
@@ -103,13 +105,14 @@ async def cycle_run(store: str, n: int, listen: bool) -> collections.Counter[Key
     return cnt
 
 
-async def fanout_run(store: str, n: int) -> collections.Counter[Key]:
-    """Opcodes of one parent run that spawns ``n`` background children and waits for them (after one of 10)."""
+async def fanout_run(store: str, n: int, threads: int | None = None) -> collections.Counter[Key]:
+    """Opcodes of one parent run that spawns ``n`` background children and waits for them (after one of 10);
+    ``threads``: that many at a time, the others queued (``when_full="queue"``)."""
     cnt: collections.Counter[Key] = collections.Counter()
     s = ours.Script()
     with tempfile.TemporaryDirectory() as d:
         async with ours.make_runtime(FunctionModel(s, inline=True), d, store_url(store, d)[0],
-                                     max_threads=n + 16) as rt:
+                                     max_threads=threads or n + 16, when_full="queue") as rt:
             s.n = 10
             assert (await rt.run("fanout")).text == PARENT_TEXT
             s.n = n
@@ -149,19 +152,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--n", type=int, default=None, help="cycles (default 200) or children (default 400)")
     ap.add_argument("--top", type=int, default=40, help="how many functions to list")
     ap.add_argument("--listener", action="store_true", help="cycle: with one on_event callback")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="fanout: children running at a time (max_threads), the others queued; default all")
     a = ap.parse_args(argv)
     n = a.n if a.n is not None else (200 if a.workload == "cycle" else 400)
     if n < 4:
         ap.error("--n must be at least 4 (it is measured at n // 4 and at n)")
+    if a.threads is not None and a.threads < 1:
+        ap.error("--threads must be at least 1")
     small = max(1, n // 4)
 
     def run(k: int) -> collections.Counter[Key]:
         if a.workload == "cycle":
             return asyncio.run(cycle_run(a.store, k, a.listener))
-        return asyncio.run(fanout_run(a.store, k))
+        return asyncio.run(fanout_run(a.store, k, a.threads))
 
     res = per_unit(run(small), run(n), n - small, a.top)
-    out = {"bench": "opcodes", "workload": a.workload, "store": a.store, "listener": a.listener,
+    out = {"bench": "opcodes", "workload": a.workload, "store": a.store, "listener": a.listener, "threads": a.threads,
            "per": "cycle" if a.workload == "cycle" else "child", "sizes": [small, n], **res}
     print(json.dumps(out))
     return out

@@ -125,9 +125,15 @@ def test_opcode_counts_are_per_unit_ranked_and_repeatable() -> None:
     fan = _opcodes_json("fanout", "--store", "sqlite", "--n", "8", "--top", "3")
     assert fan["per"] == "child"
     assert fan["opcodes"] > 1_000
+    queued = _opcodes_json("fanout", "--store", "memory", "--n", "8", "--threads", "2", "--top", "1000")
+    assert queued["threads"] == 2
+    assert any("slots.py:" in row[2] and "(enqueue)" in row[2] for row in queued["top"])  # the queue is used
 
 
 def test_opcodes_refuses_a_size_it_cannot_split() -> None:
     p = _opcodes("cycle", "--n", "2")
     assert p.returncode == 2
     assert "--n must be at least 4" in p.stderr
+    p = _opcodes("fanout", "--threads", "0")
+    assert p.returncode == 2
+    assert "--threads must be at least 1" in p.stderr
