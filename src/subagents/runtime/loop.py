@@ -214,6 +214,7 @@ class AgentCore:
                 self._append(Message("user", self._drain_inbox()))
                 return RunAgain()
             return RunAgain() if await self._sent_back(response.text) else Final(response.text)
+        del response  # its tool calls live on as the message's blocks: a burst of 10,000 spawns keeps one copy
         await self._run_tools(self.messages[-1].content)
         return RunAgain()
 
