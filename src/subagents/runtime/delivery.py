@@ -56,7 +56,7 @@ class Announcements:
                 parent.core.inbox.put(ann.text, key=f"ann:{ann.id}", steer=False)
         else:
             parent.followups.append(ann)
-        self.recorder.emit(parent, "announcement", child_id=ann.child_id, mode="steer" if steer else "followup")
+        self.recorder.emit(parent, "announcement", {"child_id": ann.child_id, "mode": "steer" if steer else "followup"})
 
     def withdraw(self, parent: AgentNode, child_id: str) -> None:
         """``wait`` handed the parent this child's result: its announcement is delivered by that."""

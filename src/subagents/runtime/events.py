@@ -14,21 +14,34 @@ import collections
 import contextvars
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["CURRENT_CALL", "Event", "EventBus", "EventCallback", "Gate"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Event:
+    """One step: ``kind``, who (``agent_id``, ``nickname``, ``parent_id``, ``depth``), when (``ts``) and ``data``."""
+
     kind: str
     agent_id: str
     parent_id: str | None
     depth: int
-    data: dict[str, Any] = field(default_factory=dict)
-    ts: float = field(default_factory=time.time)
-    nickname: str = ""
+    data: dict[str, Any]
+    ts: float
+    nickname: str
+
+    def __init__(self, kind: str, agent_id: str, parent_id: str | None, depth: int,
+                 data: dict[str, Any] | None = None, ts: float | None = None, nickname: str = "") -> None:
+        # (by hand: the generated one tests each defaulted field against a marker; an event is built per step)
+        self.kind = kind
+        self.agent_id = agent_id
+        self.parent_id = parent_id
+        self.depth = depth
+        self.data = {} if data is None else data
+        self.ts = time.time() if ts is None else ts
+        self.nickname = nickname
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "agent_id": self.agent_id, "nickname": self.nickname,

@@ -65,8 +65,9 @@ class Recorder:
         ))
         if self.bus.active:  # (the event's fields are built only when someone listens)
             self.commit_point()
-            self.emit(node, "subagent_spawned", agent_type=i.agent_type, label=node.label, background=node.background,
-                      model=node.model_name, call_id=CURRENT_CALL.get())
+            self.emit(node, "subagent_spawned", {"agent_type": i.agent_type, "label": node.label,
+                                                 "background": node.background, "model": node.model_name,
+                                                 "call_id": CURRENT_CALL.get()})
 
     def message_sink(self, node: AgentNode) -> Callable[[Message], None]:
         """What ``node``'s loop calls with each message it appends: the message goes to the store."""
@@ -111,7 +112,7 @@ class Recorder:
         self.store.update_run(node.id, fields)
         if self.bus.active:
             self.commit_point()
-            self.emit(node, "subagent_status_changed", status=str(status))
+            self.emit(node, "subagent_status_changed", {"status": str(status)})
 
     def started(self, node: AgentNode) -> None:
         """``node``'s first step runs, its record already saying so (:meth:`created` with ``started``): it is
@@ -119,7 +120,7 @@ class Recorder:
         node.status = Status.RUNNING
         if self.bus.active:
             self.commit_point()
-            self.emit(node, "subagent_status_changed", status=_RUNNING)
+            self.emit(node, "subagent_status_changed", {"status": _RUNNING})
 
     def update(self, node: AgentNode, fields: dict[str, Any]) -> None:
         """Record other fields of a run (no event)."""
@@ -142,10 +143,11 @@ class Recorder:
         finally:
             if self.bus.active:  # (the events' fields are built only when someone listens)
                 self.commit_point()
-                self.emit(node, "subagent_status_changed", status=str(result.status))
-                self.emit(node, "subagent_completed", **stats(result))
+                self.emit(node, "subagent_status_changed", {"status": str(result.status)})
+                self.emit(node, "subagent_completed", stats(result))
 
-    def emit(self, node: AgentNode, kind: str, **data: Any) -> None:
+    def emit(self, node: AgentNode, kind: str, data: dict[str, Any]) -> None:
+        """Publish ``kind`` for ``node`` with ``data`` (a fresh dict the event keeps) when someone listens."""
         if self.bus.active:
             i = node.info
             self.bus.publish(Event(kind, i.id, i.parent_id, i.depth, data, time.time(), i.nickname))

@@ -215,7 +215,8 @@ def _launch(mgr: AgentManager, node: AgentNode, report: RestoreReport, prompt: s
     if mgr.slots.take(node, mgr.nodes.get(node.parent_id) if node.parent_id else None):
         mgr.start(node, prompt, before=before)
     else:
-        mgr.recorder.emit(node, "subagent_queued", ahead=mgr.slots.enqueue(node, prompt, before))
+        ahead = mgr.slots.enqueue(node, prompt, before)
+        mgr.recorder.emit(node, "subagent_queued", {"ahead": ahead})
     report.resumed.append(node.id)
 
 

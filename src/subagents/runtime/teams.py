@@ -139,7 +139,7 @@ class TeamService:
     def emit(self, agent_id: str | None, kind: str, **data: Any) -> None:
         node = self.mgr.nodes.get(agent_id) if agent_id else None
         if node is not None:
-            self.mgr.recorder.emit(node, kind, **data)
+            self.mgr.recorder.emit(node, kind, data)
         elif self.mgr.bus.active:
             self.mgr.bus.publish(Event(kind, agent_id or "", None, 0, data))
 
