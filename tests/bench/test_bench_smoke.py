@@ -137,3 +137,35 @@ def test_opcodes_refuses_a_size_it_cannot_split() -> None:
     p = _opcodes("fanout", "--threads", "0")
     assert p.returncode == 2
     assert "--threads must be at least 1" in p.stderr
+
+
+def _instructions(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH / "instructions.py"), *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_instruction_counts_include_c_and_the_floor() -> None:
+    """Under valgrind: a cycle's instructions, C included, per cycle and as a multiple of the plain-asyncio floor's."""
+    p = _instructions("cycle", "--store", "memory", "--n", "8", "--top", "6")
+    assert p.returncode == 0, p.stderr
+    (line,) = p.stdout.strip().splitlines()
+    out = json.loads(line)
+    assert out["sizes"] == [2, 8]
+    assert out["per"] == "cycle"
+    assert 100_000 < out["instructions"] < 50_000_000  # hundreds of thousands: not a handful, not the start-up
+    assert 0 < out["floor_instructions"] < out["instructions"]
+    assert out["x_floor"] == round(out["instructions"] / out["floor_instructions"], 2)
+    assert out["x_floor"] > 2  # the runtime does more than twenty lines of asyncio
+    counts = [row[0] for row in out["top"]]
+    assert counts == sorted(counts, reverse=True)
+    assert len(counts) == 6
+    assert "_PyEval_EvalFrameDefault" in [row[2] for row in out["top"]]  # the interpreter, by its C name
+
+
+def test_instructions_refuses_bad_sizes_and_options() -> None:
+    p = _instructions("cycle", "--n", "3")
+    assert p.returncode == 2
+    assert "--n must be at least 4" in p.stderr
+    p = _instructions("fanout", "--listener")
+    assert p.returncode == 2
+    assert "--listener applies to the cycle workload only" in p.stderr
