@@ -12,12 +12,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["CURRENT_CALL", "Event", "EventBus", "EventCallback", "Gate"]
+
+log = logging.getLogger("subagents.events")
+LOGGED_FAILURES = 10
+"""How many failures of one callback are logged with their traceback (then one line says the rest are not)."""
 
 
 @dataclass(slots=True, init=False)
@@ -73,13 +78,14 @@ class _Subscription:
 class EventBus:
     """Fan-out of events to subscribers (async iterators) and callbacks, in publish order."""
 
-    __slots__ = ("_callbacks", "_held", "_sinks", "_subs", "active")
+    __slots__ = ("_callbacks", "_failures", "_held", "_sinks", "_subs", "active")
 
     def __init__(self) -> None:
         self._subs: list[_Subscription] = []
         self._callbacks: list[EventCallback] = []
         self._sinks: tuple[Callable[[Event], Any], ...] = ()  # the callbacks, then the subscriptions' pushes
         self._held: collections.deque[Event | Gate] = collections.deque()
+        self._failures: dict[int, int] = {}  # id(callback) -> how many times it raised
         self.active = False
 
     # -- gates: "publish nothing past this point until the store has committed" ------------------
@@ -115,7 +121,10 @@ class EventBus:
                     return
             else:
                 for f in self._sinks:  # (read per event: a callback may subscribe or unsubscribe)
-                    f(x)  # type: ignore[arg-type]
+                    try:
+                        f(x)  # type: ignore[arg-type]
+                    except Exception:
+                        self._failed(f, x)  # type: ignore[arg-type]
 
     def _release_all(self) -> None:
         held, self._held = self._held, collections.deque()
@@ -128,7 +137,11 @@ class EventBus:
         self.active = bool(self._sinks)
 
     def on(self, callback: EventCallback) -> Callable[[], None]:
-        """Call ``callback(event)`` for every event (sync; exceptions propagate to the publisher)."""
+        """Call ``callback(event)`` for every event, synchronously, in publish order.
+
+        An exception it raises is its own bug, not the run's: it is logged (logger ``subagents.events``: the first
+        :data:`LOGGED_FAILURES` with their traceback, then one line) and the event goes on to the other listeners;
+        the run never sees it.  (``KeyboardInterrupt`` and other ``BaseException`` s still propagate.)"""
         self._callbacks.append(callback)
         self._refresh()
 
@@ -145,11 +158,26 @@ class EventBus:
             self._held.append(ev)
             return
         for f in self._sinks:
-            f(ev)
+            try:
+                f(ev)
+            except Exception:
+                self._failed(f, ev)
 
     def _deliver(self, ev: Event) -> None:
         for f in self._sinks:
-            f(ev)
+            try:
+                f(ev)
+            except Exception:
+                self._failed(f, ev)
+
+    def _failed(self, f: Callable[[Event], Any], ev: Event) -> None:
+        """``f`` raised on ``ev`` (called in its ``except``): log it, at most :data:`LOGGED_FAILURES` times in full."""
+        n = self._failures[id(f)] = self._failures.get(id(f), 0) + 1
+        if n <= LOGGED_FAILURES:
+            log.error("event listener %s raised on a %s event of agent %s (the run goes on; the listener keeps "
+                      "receiving events)", _name(f), ev.kind, ev.agent_id, exc_info=True)
+        if n == LOGGED_FAILURES:
+            log.error("event listener %s failed %d times; its further failures are not logged", _name(f), n)
 
     def close(self) -> None:
         """End every subscription (their iterators stop after draining); held events are delivered first."""
@@ -241,3 +269,7 @@ class Gate:
             self.bus.open(self)
         else:
             self.open_threadsafe()
+
+
+def _name(f: Callable[..., Any]) -> str:
+    return getattr(f, "__qualname__", None) or repr(f)
