@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from subagents.cli.main import main
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
@@ -61,7 +62,13 @@ async def hang(req: ModelRequest) -> ModelResponse:
     return ModelResponse("never")
 
 
-SCRIPTS = {"write_two": write_two, "delegate": delegate, "sleeper": sleeper, "hang": hang}
+def paced(req: ModelRequest) -> ModelResponse:
+    """``write_two``, each answer 0.2 s after its request (a reader that leaves early leaves before the end)."""
+    time.sleep(0.2)
+    return write_two(req)
+
+
+SCRIPTS = {"write_two": write_two, "delegate": delegate, "sleeper": sleeper, "hang": hang, "paced": paced}
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[2:], model=FunctionModel(SCRIPTS[sys.argv[1]])))

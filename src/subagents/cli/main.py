@@ -119,11 +119,9 @@ def _interrupted() -> int:
 
 
 def _silence_stdout() -> None:
-    import contextlib
-    import os
+    from .render import silence
 
-    with contextlib.suppress(OSError, ValueError, AttributeError):  # no second error when Python flushes
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    silence(sys.stdout)  # no second error when Python flushes
 
 
 def entry() -> None:

@@ -9,6 +9,7 @@ completed, a message sent (``from -> to``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -36,22 +37,38 @@ def no_color() -> bool:
 
 
 class JsonLines:
-    """Writes one JSON object per event, then the result: ``{"kind": "result", ...}``."""
+    """Writes one JSON object per event, then the result: ``{"kind": "result", ...}``.
 
-    __slots__ = ("stream",)
+    Once its reader is gone (``subagents run --json ... | head -1``) it writes nothing more and the run goes on,
+    quietly: no error per event, no traceback at exit."""
+
+    __slots__ = ("gone", "stream")
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.gone = False
 
     def write(self, obj: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(obj, default=str, ensure_ascii=False) + "\n")
-        self.stream.flush()
+        if self.gone:
+            return
+        try:
+            self.stream.write(json.dumps(obj, default=str, ensure_ascii=False) + "\n")
+            self.stream.flush()
+        except BrokenPipeError:
+            self.gone = True
+            silence(self.stream)
 
     def __call__(self, ev: Event) -> None:
         self.write(ev.to_dict())
 
     def result(self, result: RunResult) -> None:
         self.write({"kind": "result", **result.to_dict()})
+
+
+def silence(stream: TextIO) -> None:
+    """Point ``stream``'s file descriptor at /dev/null: its reader is gone, and Python must not fail flushing it."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 @dataclass(slots=True)
