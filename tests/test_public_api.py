@@ -27,6 +27,21 @@ def test_all_is_pinned() -> None:
         assert getattr(subagents, name) is not None
 
 
+def test_import_is_lazy_and_names_are_their_modules() -> None:
+    """``import subagents`` loads nothing else; each public name, on first use, is its defining module's object."""
+    code = ("import sys, subagents; before = sorted(m for m in sys.modules if m.startswith('subagents')); "
+            "import importlib; "
+            "bad = [n for n in subagents.__all__ if n != '__version__' and getattr(subagents, n) is not "
+            "getattr(importlib.import_module('subagents.' + subagents._HOME[n]), n)]; "
+            "print(before, bad, subagents.models.FunctionModel.__name__, 'Runtime' in dir(subagents))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['subagents'] [] FunctionModel True"
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        subagents.nope  # noqa: B018
+    with pytest.raises(ImportError):
+        from subagents import nope  # noqa: F401
+
+
 def test_models_public_names() -> None:
     import subagents.models as m
 
@@ -54,7 +69,7 @@ def test_docstring_examples_run(module: str, tmp_path: Path, monkeypatch: pytest
 
 
 def test_import_loads_no_provider_sdk_and_no_rich() -> None:
-    code = ("import sys, subagents, subagents.models; "
+    code = ("import sys, subagents, subagents.models; from subagents import Runtime; "
             "bad = [m for m in ('anthropic', 'openai', 'rich', 'yaml', 'httpx') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

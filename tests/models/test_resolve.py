@@ -80,7 +80,7 @@ def test_timeouts_must_be_positive(key: str) -> None:
 
 
 def test_import_loads_no_provider_sdk() -> None:
-    code = ("import sys, subagents, subagents.models; "
+    code = ("import sys, subagents, subagents.models; from subagents import Runtime; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
