@@ -88,6 +88,17 @@ def test_help_and_version_do_not_load_the_runtime() -> None:
                      "'subagents.exceptions']", loaded
 
 
+def test_python_dash_m_runs_the_cli() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "subagents", "--version"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "subagents 0.1.0\n", "")
+    done = subprocess.run([sys.executable, "-m", "subagents", "nope"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "No such command 'nope'." in done.stderr
+
+
 def test_entry_exits_with_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.argv", ["subagents", "--version"])
     with pytest.raises(SystemExit) as e:
