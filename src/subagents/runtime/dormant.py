@@ -64,11 +64,11 @@ class CoreReviver:
             raise RuntimeError(f"agent {node.nickname} ({node.id}) belongs to a closed runtime; "
                                "open a new Runtime on the same store to resume it")
         info = node.info
-        if r.born is not None:  # a new agent: its clock started at its spawn
+        if r.born is not None:  # a new agent, starting: its clock starts now (not at its spawn: time spent queued
             ctx = tool_context(mgr, info, None, node.root_id, workspace=r.workspace, sandbox=r.sandbox,
                                mode=node.mode, team_name=r.team_name)
             messages = list(r.history) if r.history else None
-            budget = Budget(node.limits, now=r.born, parent=r.budget_parent)
+            budget = Budget(node.limits, parent=r.budget_parent)  # for a slot is not its own; its parent's counts)
         else:  # a finished child's, released: the conversation comes back from the store
             ctx = tool_context(mgr, info, None, node.root_id, workspace=r.workspace, sandbox=r.sandbox,
                                mode=node.mode)

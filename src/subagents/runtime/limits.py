@@ -27,13 +27,17 @@ class Budget:
     child never passes its parent's.
     """
 
-    __slots__ = ("_bounded", "cost", "deadline", "limits", "parent", "started", "tokens")
+    __slots__ = ("_bounded", "cost", "deadline", "inherited", "limits", "parent", "started", "tokens")
 
     def __init__(self, limits: Limits, *, now: float | None = None, parent: Budget | None = None) -> None:
         self.limits = limits
         self.parent = parent
         self.started = time.monotonic() if now is None else now
         self.deadline = None if limits.timeout_s is None else self.started + limits.timeout_s
+        self.inherited = False  # whether ``deadline`` is an ancestor's (it comes before this run's own)
+        if parent is not None and parent.deadline is not None and (self.deadline is None
+                                                                   or parent.deadline < self.deadline):
+            self.deadline, self.inherited = parent.deadline, True  # a child's deadline never passes its parent's
         self.tokens = 0
         self.cost = 0.0
         own = limits.max_tokens is not None or limits.max_cost_usd is not None

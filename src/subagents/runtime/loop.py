@@ -150,10 +150,13 @@ class AgentCore:
         if remaining is None:
             return await self._turns()
         try:
-            async with asyncio.timeout(max(remaining, 0.0)) as self._deadline:
+            if remaining <= 0:  # (a child that waited for a slot past its parent's deadline: no model call)
+                raise TimeoutError
+            async with asyncio.timeout(remaining) as self._deadline:
                 return await self._turns()
         except TimeoutError:
-            return Stopped(Outcome.TIMEOUT, "timeout_s", f"Exceeded timeout_s={self.limits.timeout_s}")
+            return Stopped(Outcome.TIMEOUT, "timeout_s", "Exceeded its parent's timeout_s (the tree's deadline)"
+                           if self.budget.inherited else f"Exceeded timeout_s={self.limits.timeout_s}")
         finally:
             self._deadline = None
 

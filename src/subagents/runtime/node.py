@@ -32,7 +32,8 @@ __all__ = ["AgentNode", "Recipe", "Reviver"]
 class Recipe:
     """What building an agent's core takes besides the node: shared objects and strings, nothing big.
 
-    ``born`` (a ``time.monotonic()``) is set for a new agent, whose budget's clock started at its spawn;
+    ``born`` (a ``time.monotonic()``: its spawn) is set for a new agent, whose budget's clock starts as its core is
+    built (its first step: time queued for a slot counts against its parent's limits, not its own);
     ``team_name`` is the team it inherited from its parent at spawn, ``history`` its first messages; its tool
     context is made as it starts (its todo list was opened at spawn).  A released core's recipe has ``born``
     ``None``: its conversation comes back from the store, its context is made anew (siblings share an equal

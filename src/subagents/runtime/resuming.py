@@ -3,12 +3,12 @@ work for a finished one (``resume``).  (Runs owned by another process or by nobo
 manager's :meth:`~subagents.runtime.manager.AgentManager.send_input` and
 :meth:`~subagents.runtime.manager.AgentManager.resume` are these functions on its parts.
 
-A resume runs the same checks as a spawn, in the same order: the agent must have finished (a running one is
-steered with ``send_input``), a slot must be free under ``max_threads`` / ``max_depth`` (:class:`.SlotPool`),
-and its limits are carved again from what its parent has left (a parent whose budget is used up cannot
-resume its child).  Announcements of its own children that it never saw are handed to it with the message
-(:meth:`.Announcements.with_followups`); its loop is rebuilt from the stored transcript if it was let go
-(:mod:`.dormant`).
+A resume runs the same checks as a spawn, in the same order: the agent must have finished (a running one is steered
+with ``send_input``), a slot must be free under ``max_threads`` / ``max_depth`` (:class:`.SlotPool`), and its
+limits are carved again from what its parent has left — or, once the parent ended, from what the budget its tree's
+root keeps has left (a tree whose budget is used up cannot resume its agents). Announcements of its own children
+that it never saw are handed to it with the message (:meth:`.Announcements.with_followups`); its loop is rebuilt
+from the stored transcript if it was let go (:mod:`.dormant`).
 """
 
 from __future__ import annotations
@@ -62,13 +62,14 @@ def resume(mgr: ResumeParts, ref: str, message: str, limits: Limits | None = Non
         raise SpawnError(f"agent {node.nickname} ({node.id}) is still {node.status}; "
                          "use send_input to give it more instructions, or wait for it")
     parent = mgr.nodes.get(node.parent_id) if node.parent_id else None
-    with mgr.slots.reserve(node.depth, parent) as reservation:
+    with mgr.slots.reserve(node.depth, parent, resuming=True) as reservation:
         wanted = node.limits if limits is None else node.limits.merged(limits)
-        budget_from = parent.core.budget if parent is not None and parent.status is Status.RUNNING else None
+        budget_from = _budget_above(mgr, node, parent)
         try:
             carved = budget_from.carve(wanted) if budget_from is not None else wanted
         except LimitExceeded as e:
-            raise SpawnError(f"cannot resume: the parent's budget is used up ({e})") from None
+            raise SpawnError(f"cannot resume: the budget it shares with its parent and their tree is used up ({e}); "
+                             "resume the tree's root instead (each run of a root gets its limits anew)") from None
         node.limits = carved
         node.core.limits = carved
         node.core.budget = Budget(carved, parent=budget_from)
@@ -77,7 +78,25 @@ def resume(mgr: ResumeParts, ref: str, message: str, limits: Limits | None = Non
         reservation.commit()
     mgr.nicknames.hold(node.nickname)
     prompt = mgr.announcements.with_followups(node, message)
+    if not node.core.messages:  # closed or interrupted before it ever started: its task comes first (as recovery
+        prompt = f"{node.task_text}\n\n{prompt}"  # starts such a run: with the task from its record)
     node.result = None
     node.status = Status.PENDING_INIT
     mgr.start(node, prompt)
     return node
+
+
+def _budget_above(mgr: ResumeParts, node: AgentNode, parent: AgentNode | None) -> Budget | None:
+    """What a resumed agent's limits are carved from: its parent's budget while the parent runs, else the one its
+    tree's root keeps after it ended (:func:`.dormant.release_if_idle`), so a whole tree never spends more than its
+    root's limit, however often its agents are resumed (``None`` for a root)."""
+    if parent is None:
+        return None
+    if parent.status is Status.RUNNING:
+        return parent.core.budget
+    root = mgr.nodes.get(node.root_id)
+    if root is None or root is node:
+        return None
+    if root.core_ is not None:
+        return root.core_.budget
+    return root.dormant.budget if root.dormant is not None else None

@@ -322,6 +322,8 @@ class Runtime:
 
         ``message`` may be empty when announcements are queued for the agent: they are then its whole
         next turn (how ``subagents chat`` answers a background completion while the person is idle)."""
+        if self._closed:  # (its agents, store and model connections are gone)
+            raise UserError("this Runtime is closed; create a new one")
         if self.manager.find(agent_id) is None:  # evicted from memory, or from an earlier process
             rec = self._stored(agent_id)
             if rec is not None and rec.is_final:

@@ -72,10 +72,12 @@ class SlotPool:
     def _full(self) -> bool:
         return self.running >= self.max_threads or bool(self.waiting)
 
-    def reserve(self, depth: int, parent: AgentNode | None, *, background: bool = False) -> Reservation:
+    def reserve(self, depth: int, parent: AgentNode | None, *, background: bool = False, resuming: bool = False
+                ) -> Reservation:
         """Reserve a slot for an agent at ``depth`` (none for a root), as a context manager (``with``);
         :class:`SpawnError` when refused.  With ``when_full="queue"`` a background spawn over the limit
-        gets a ``queued`` reservation instead (hand the child to :meth:`enqueue`)."""
+        gets a ``queued`` reservation instead (hand the child to :meth:`enqueue`); a resume (``resuming``) never
+        queues."""
         if depth > self.max_depth:
             who = f"agent {parent.nickname!r} at depth {parent.depth}" if parent else "this agent"
             raise SpawnError(
@@ -84,11 +86,13 @@ class SlotPool:
         r = Reservation(self, held=depth > 0)
         if r.held:
             if self._full():
-                if self.when_full == "queue" and background and (parent is None or parent.depth == 0):
+                if self.when_full == "queue" and background and not resuming and (parent is None or parent.depth == 0):
                     return Reservation(self, held=False, queued=True)
                 names = ", ".join(n.describe() for n in list(self.holders())[:8])
                 why = ""
-                if self.when_full == "queue":
+                if self.when_full == "queue" and resuming:
+                    why = "; a resumed agent does not wait in the queue for a slot"
+                elif self.when_full == "queue":
                     why = ("; a foreground spawn cannot wait for a slot; run it in the background or wait for one "
                            "to finish" if not background else
                            "; a sub-agent that holds a slot cannot queue a child (it could wait for it forever); "
