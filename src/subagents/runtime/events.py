@@ -78,7 +78,7 @@ class _Subscription:
 class EventBus:
     """Fan-out of events to subscribers (async iterators) and callbacks, in publish order."""
 
-    __slots__ = ("_callbacks", "_failures", "_held", "_sinks", "_subs", "active")
+    __slots__ = ("_busy", "_callbacks", "_closed", "_failures", "_held", "_sinks", "_subs", "active")
 
     def __init__(self) -> None:
         self._subs: list[_Subscription] = []
@@ -86,6 +86,10 @@ class EventBus:
         self._sinks: tuple[Callable[[Event], Any], ...] = ()  # the callbacks, then the subscriptions' pushes
         self._held: collections.deque[Event | Gate] = collections.deque()
         self._failures: dict[int, int] = {}  # id(callback) -> how many times it raised
+        # an event is being handed out: what a listener publishes (or a gate it opens) meanwhile queues behind it,
+        # so every listener sees one order
+        self._busy = False
+        self._closed = False
         self.active = False
 
     # -- gates: "publish nothing past this point until the store has committed" ------------------
@@ -110,8 +114,20 @@ class EventBus:
             self._held.append(g)
 
     def open(self, g: Gate) -> None:
-        """Open ``g``; deliver what it held, up to the next gate still closed (a SQLite batch's events at once)."""
+        """Open ``g``; deliver what it held, up to the next gate still closed (a SQLite batch's events at once).
+
+        Opened while an event is being handed out (a listener flushed the store), the delivery under way goes on
+        past it."""
         g.is_open = True
+        if not self._busy:
+            self._busy = True
+            try:
+                self._drain()
+            finally:
+                self._busy = False
+
+    def _drain(self) -> None:
+        """Deliver the queued events up to the first gate still closed (called with ``_busy`` set)."""
         q = self._held
         while q:
             x = q.popleft()
@@ -127,10 +143,15 @@ class EventBus:
                         self._failed(f, x)  # type: ignore[arg-type]
 
     def _release_all(self) -> None:
-        held, self._held = self._held, collections.deque()
-        for x in held:
-            if type(x) is not Gate:
-                self._deliver(x)  # type: ignore[arg-type]
+        for x in self._held:
+            if type(x) is Gate:
+                x.is_open = True
+        if not self._busy:
+            self._busy = True
+            try:
+                self._drain()
+            finally:
+                self._busy = False
 
     def _refresh(self) -> None:
         self._sinks = (*self._callbacks, *(s.push for s in self._subs))
@@ -148,27 +169,30 @@ class EventBus:
         def off() -> None:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)
+                if callback not in self._callbacks:  # (its id may be another callback's later)
+                    self._failures.pop(id(callback), None)
                 self._refresh()
 
         return off
 
     def publish(self, ev: Event) -> None:
-        """Deliver ``ev`` to every callback and subscription now, or behind the gates still closed."""
-        if self._held:
+        """Deliver ``ev`` to every callback and subscription now, or behind the gates still closed (or behind the
+        event being handed out: a listener that publishes, e.g. by spawning an agent, does not reorder the
+        stream for the listeners after it)."""
+        if self._held or self._busy:
             self._held.append(ev)
             return
-        for f in self._sinks:
-            try:
-                f(ev)
-            except Exception:
-                self._failed(f, ev)
-
-    def _deliver(self, ev: Event) -> None:
-        for f in self._sinks:
-            try:
-                f(ev)
-            except Exception:
-                self._failed(f, ev)
+        self._busy = True
+        try:
+            for f in self._sinks:
+                try:
+                    f(ev)
+                except Exception:
+                    self._failed(f, ev)
+            if self._held:  # what the listeners published meanwhile
+                self._drain()
+        finally:
+            self._busy = False
 
     def _failed(self, f: Callable[[Event], Any], ev: Event) -> None:
         """``f`` raised on ``ev`` (called in its ``except``): log it, at most :data:`LOGGED_FAILURES` times in full."""
@@ -181,6 +205,7 @@ class EventBus:
 
     def close(self) -> None:
         """End every subscription (their iterators stop after draining); held events are delivered first."""
+        self._closed = True
         self._release_all()
         for s in self._subs:
             s.closed = True
@@ -193,50 +218,58 @@ class EventBus:
         """Every event from this call on, until the bus closes (or the consumer stops iterating).
 
         The subscription starts here, not at the first iteration: nothing published in between is
-        lost.  Iterate it (or ``aclose()`` it) — an iterator never started keeps its events queued.
+        lost.  Iterate it (or ``aclose()`` it) — an iterator never started keeps its events queued.  A wait for the
+        next event that is cancelled (``asyncio.wait_for(stream.__anext__(), t)`` timing out) leaves the
+        subscription as it was; on a closed bus the iterator ends at once.
         """
         sub = _Subscription()
-        self._subs.append(sub)
-        self._refresh()
-        return _Stream(self, sub, self._iterate(sub))
+        if self._closed:
+            sub.closed = True
+        else:
+            self._subs.append(sub)
+            self._refresh()
+        return _Stream(self, sub)
 
     def _drop(self, sub: _Subscription) -> None:
         if sub in self._subs:
             self._subs.remove(sub)
             self._refresh()
 
-    async def _iterate(self, sub: _Subscription) -> AsyncIterator[Event]:
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                while sub.queue:
-                    yield sub.queue.popleft()
-                if sub.closed:
-                    return
-                sub.waiter = loop.create_future()
-                await sub.waiter
-                sub.waiter = None
-        finally:
-            self._drop(sub)
-
 
 class _Stream:
-    """The iterator :meth:`EventBus.subscribe` returns; dropping or closing it ends the subscription."""
+    """The iterator :meth:`EventBus.subscribe` returns; dropping or closing it ends the subscription.
 
-    __slots__ = ("_bus", "_gen", "_sub")
+    (An object, not an async generator: a generator's ``__anext__`` cancelled by a timeout ends the generator, and
+    it cannot be closed while another task waits in it.)"""
 
-    def __init__(self, bus: EventBus, sub: _Subscription, gen: AsyncIterator[Event]) -> None:
-        self._bus, self._sub, self._gen = bus, sub, gen
+    __slots__ = ("_bus", "_sub")
+
+    def __init__(self, bus: EventBus, sub: _Subscription) -> None:
+        self._bus, self._sub = bus, sub
 
     def __aiter__(self) -> _Stream:
         return self
 
     async def __anext__(self) -> Event:
-        return await self._gen.__anext__()
+        sub = self._sub
+        while True:
+            if sub.queue:
+                return sub.queue.popleft()
+            if sub.closed:
+                self._bus._drop(sub)
+                raise StopAsyncIteration
+            w = sub.waiter
+            if w is None or w.done():  # (two tasks waiting on one stream share the wake-up)
+                w = sub.waiter = asyncio.get_running_loop().create_future()
+            await w
 
     async def aclose(self) -> None:
-        await self._gen.aclose()  # type: ignore[attr-defined]
-        self._bus._drop(self._sub)
+        sub = self._sub
+        sub.closed = True
+        sub.queue.clear()
+        if sub.waiter is not None and not sub.waiter.done():
+            sub.waiter.set_result(None)  # a task waiting in __anext__ ends its iteration
+        self._bus._drop(sub)
 
     def __del__(self) -> None:
         self._bus._drop(self._sub)

@@ -53,11 +53,35 @@ class AgentCore:
     """One agent's conversation loop.  See the module docstring for the contract."""
 
     __slots__ = (
-        "_cost_known", "_deadline", "_deltas", "_held_at", "_holds", "_saved_when", "_stop_hooks", "budget", "bus",
-        "cost", "ctx", "guard", "inbox",
-        "info", "last_text", "limits", "messages", "model", "on_message", "output", "prices", "registry", "started",
+        "_cost_known",
+        "_deadline",
+        "_deltas",
+        "_held_at",
+        "_holds",
+        "_saved_when",
+        "_stop_hooks",
+        "budget",
+        "bus",
+        "cost",
+        "ctx",
+        "guard",
+        "inbox",
+        "info",
+        "last_text",
+        "limits",
+        "messages",
+        "model",
+        "on_message",
+        "open_run",
+        "output",
+        "prices",
+        "registry",
+        "started",
         "system",
-        "system_prefix", "tool_calls", "turns", "usage",
+        "system_prefix",
+        "tool_calls",
+        "turns",
+        "usage",
     )
 
     def __init__(
@@ -94,6 +118,7 @@ class AgentCore:
         self._holds = 0
         self._held_at = 0.0
         self._saved_when: float | None = None
+        self.open_run = False  # its run_start was published and its run_end not yet (see end_run)
         self._reset()
 
     def _reset(self) -> None:
@@ -137,12 +162,20 @@ class AgentCore:
             self._append(Message.user(prompt))
         if self.bus.active:
             self.emit("run_start", {"agent_type": self.info.agent_type, "prompt": prompt})
+            self.open_run = True
         decision = Stopped(Outcome.ERROR, None, blocked) if blocked else await self._run_with_deadline()
         result = self.result(decision)
-        if self.bus.active:
+        if self.open_run:
+            self.end_run(result)
+        return result
+
+    def end_run(self, result: RunResult) -> None:
+        """Publish ``run_end`` for a run whose ``run_start`` was published (the manager calls it too, for a run
+        cancelled inside :meth:`run`: every ``run_start`` gets its ``run_end``)."""
+        if self.open_run:
+            self.open_run = False
             self.emit("run_end", {"status": str(result.status), "outcome": str(result.outcome), "turns": result.turns,
                                   "usage": result.usage.to_dict()})
-        return result
 
     async def _run_with_deadline(self) -> Final | Stopped:
         assert self.budget is not None

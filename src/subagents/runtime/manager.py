@@ -105,6 +105,7 @@ class AgentManager:
         self.control = control_factory(self) if control_factory is not None else None
         # what closing a running agent records: "cancelled", or "interrupted" (resumable) once the process stops
         self.stop_as: tuple[Outcome, str] = (Outcome.CANCELLED, "closed before it finished")
+        self.closed = False  # shut down (the runtime is closing): no agent starts any more
         self.reviver = CoreReviver(self)  # builds agents' loops as they start (dormant.py)
         self.briefings = Briefings()  # a child's briefing (siblings share one string)
 
@@ -143,6 +144,8 @@ class AgentManager:
         """Create and start an agent; raise :class:`SpawnError` (a clear sentence) when refused.  ``inline``: a
         foreground agent is run by the task that waits for it (:meth:`wait_one`, right after; no task of its own)."""
         # 1. validate
+        if self.closed:
+            raise SpawnError("the runtime is closing: no new agent starts; open a new Runtime for more work")
         if not isinstance(prompt, str) or not prompt.strip():
             raise SpawnError("the prompt is empty; give the agent a task to do")
         if cleanup not in ("keep", "delete"):
@@ -270,12 +273,14 @@ class AgentManager:
                     result = await self.teams.keep_going(node, result)
         except asyncio.CancelledError:
             result = node.core.result(Stopped(self.stop_as[0], None, self.stop_as[1]))
+            node.core.end_run(result)
             if not node.closing:  # cancelled from outside (runtime shutdown): finish, then propagate
                 await worktrees.settle(node, result, self.recorder.update)
                 self.finish(node, result)
                 raise
         except Exception as e:
             result = node.core.result(Stopped(Outcome.ERROR, None, f"internal error: {type(e).__name__}: {e}"))
+            node.core.end_run(result)
         await worktrees.settle(node, result, self.recorder.update)
         self.finish(node, result)
         return result
@@ -353,8 +358,10 @@ class AgentManager:
         yield to the event loop once if its run ended without waiting (:func:`.waiting.wait_one`)."""
         return await waiting.wait_one(node, self.close, settle=settle)
 
-    async def shutdown(self) -> None:
-        """Close every agent still running (runtime exit)."""
+    async def shutdown(self, *, closing: bool = True) -> None:
+        """Close every agent still running: at the runtime's exit (``closing``: no agent starts after this), or at the
+        end of a ``run_sync`` call (its event loop ends)."""
+        self.closed = closing
         roots = [n for n in self.nodes.values() if n.parent_id is None and not n.status.is_final()]
         orphans = [n for n in self.nodes.values() if not n.status.is_final()]
         for n in roots + orphans:

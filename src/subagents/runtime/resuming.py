@@ -36,6 +36,7 @@ class ResumeParts(Protocol):
     slots: SlotPool
     nicknames: NicknamePool
     announcements: Announcements
+    closed: bool
 
     def start(self, node: AgentNode, prompt: str | None) -> None: ...
 
@@ -56,6 +57,9 @@ def resume(mgr: ResumeParts, ref: str, message: str, limits: Limits | None = Non
     """Start the finished agent ``ref`` again on its own conversation, with ``message`` as the new user turn;
     ``limits`` override its own (then carved from its parent's budget)."""
     node = mgr.tree.require(ref)
+    if mgr.closed:
+        raise SpawnError("the runtime is closing: no agent is resumed; open a new Runtime on the same store for more "
+                         "work")
     if not message.strip() and not node.followups_:  # the queued announcements can be the whole turn
         raise SpawnError("the message is empty; say what the resumed agent should do")
     if not node.status.is_final():

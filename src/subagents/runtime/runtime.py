@@ -249,7 +249,7 @@ class Runtime:
                 self._in_run_sync = False
                 if self.remote is not None:  # its event reader belongs to this call's event loop
                     await self.remote.aclose()
-                await self.manager.shutdown()
+                await self.manager.shutdown(closing=False)
                 if self.mcp is not None:  # their connections belong to this call's event loop
                     await self.mcp.aclose()
                 self.store.flush()
