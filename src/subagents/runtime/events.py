@@ -119,15 +119,20 @@ class EventBus:
         Opened while an event is being handed out (a listener flushed the store), the delivery under way goes on
         past it."""
         g.is_open = True
-        if not self._busy:
-            self._busy = True
-            try:
-                self._drain()
-            finally:
-                self._busy = False
+        self._drain()
 
     def _drain(self) -> None:
-        """Deliver the queued events up to the first gate still closed (called with ``_busy`` set)."""
+        """Deliver the queued events up to the first gate still closed, unless a delivery is under way (it goes on
+        past what was opened)."""
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            self._drain_held()
+        finally:
+            self._busy = False
+
+    def _drain_held(self) -> None:
         q = self._held
         while q:
             x = q.popleft()
@@ -146,12 +151,7 @@ class EventBus:
         for x in self._held:
             if type(x) is Gate:
                 x.is_open = True
-        if not self._busy:
-            self._busy = True
-            try:
-                self._drain()
-            finally:
-                self._busy = False
+        self._drain()
 
     def _refresh(self) -> None:
         self._sinks = (*self._callbacks, *(s.push for s in self._subs))
@@ -190,7 +190,7 @@ class EventBus:
                 except Exception:
                     self._failed(f, ev)
             if self._held:  # what the listeners published meanwhile
-                self._drain()
+                self._drain_held()
         finally:
             self._busy = False
 
