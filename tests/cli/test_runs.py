@@ -127,3 +127,51 @@ def test_sweep(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == "Archived 2 runs, deleted 0 runs.\n"
     assert run(db, "list", "--json") == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [KID2]
+
+
+def test_wait_and_tail_stop_when_the_runs_process_is_gone(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """explore-grace is 'running' in the store, owned by a process with no lease (killed): both polled forever."""
+    gone = ("explore-grace (019ab000-0001-7000-8000-0000bbbb3333) is still marked running, but the process that ran "
+            "it is gone (killed before it finished); the next runtime that opens this store resumes it (e.g. any "
+            "'subagents run'), or cancel it with 'subagents runs cancel ID'\n")
+    assert run(db, "wait", "explore-grace") == 1
+    assert capsys.readouterr().err == gone
+    assert run(db, "tail", "explore-grace") == 1
+    assert capsys.readouterr().err == gone
+
+
+def test_resume_leaves_the_orphans_it_took_over_resumable(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Opening the store to resume explore-ada also takes over explore-grace (an orphan, still running here when
+    the command ends): it is left interrupted — resumable — not cancelled ("closed before it finished")."""
+    import asyncio
+
+    from subagents.models import ModelRequest, ModelResponse
+
+    async def model(req: ModelRequest) -> ModelResponse:
+        if req.agent.id == KID2:
+            await asyncio.sleep(30)
+        return ModelResponse(f"again after {len(req.messages)} messages")
+
+    assert run(db, "resume", "explore-ada", "one more time", model=FunctionModel(model)) == 0
+    assert capsys.readouterr().out == "again after 3 messages\n"
+    s = SQLiteStore(db)
+    try:
+        got = s.get_run(KID2)
+    finally:
+        s.close()
+    assert got is not None
+    assert got.outcome == "interrupted", (got.status, got.outcome, got.error)
+    assert "resume it with: subagents runs resume" in (got.error or "")
+
+
+def test_resume_with_an_empty_message_is_refused_before_anything_opens(db: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(db, "resume", "explore-ada", "   ") == 2
+    assert capsys.readouterr().err == "error: the message is empty; say what the resumed run should do\n"
+    s = SQLiteStore(db)
+    try:
+        got = s.get_run(KID2)
+    finally:
+        s.close()
+    assert got is not None
+    assert got.status == "running"  # no runtime opened: the orphan was not taken over (nor cancelled)

@@ -84,3 +84,9 @@ def test_import_loads_no_provider_sdk() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_base_url_without_a_scheme_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"the base URL 'notaurl' in 'openai:gpt-4.1@notaurl' must start with "
+                                          r"http:// or https://"):
+        parse_model_string("openai:gpt-4.1@notaurl")

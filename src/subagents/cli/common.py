@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["cwd_option", "fail", "store_option", "store_url", "wants_json", "workdir"]
+__all__ = ["cwd_option", "fail", "plural", "store_option", "store_url", "wants_json", "workdir"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,3 +75,8 @@ def fail(message: str, code: int, as_json: bool) -> int:
     else:
         click.echo(f"error: {message}", err=True)
     return code
+
+
+def plural(n: int, what: str) -> str:
+    """``"1 run"``, ``"2 runs"``."""
+    return f"{n} {what}{'' if n == 1 else 's'}"

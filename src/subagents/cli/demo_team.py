@@ -30,6 +30,7 @@ from ..definitions.model import AgentDefinition
 from ..demo import DEMO_LABEL, SKIP_DIRS, finished_calls
 from ..models.base import ModelRequest, ModelResponse, ToolCall
 from ..models.function import FunctionModel
+from .common import plural
 
 __all__ = ["TEAMMATES", "TEAM_LEAD", "TEAM_REPORT", "count_lines", "file_types", "read_report", "run_team_demo",
            "team_model", "team_prompt", "team_script"]
@@ -156,14 +157,14 @@ def _lead(request: ModelRequest) -> ModelResponse:
                                                                  "content": _report(team, types, counts, total)})])
     # the answer, again at each later turn (a teammate's idle notice, the runtime's "your teammates are idle"):
     # when the lead ends a turn with every teammate idle, the runtime shuts them down
-    per = "; ".join(f"{t} {_n(counts[t][2], 'line')} in {_n(counts[t][1], 'file')} ({counts[t][0]})"
+    per = "; ".join(f"{t} {plural(counts[t][2], 'line')} in {plural(counts[t][1], 'file')} ({counts[t][0]})"
                     for t in types if t in counts)
     wrote = next((d for d in done if d.name == "write_file"), None)
     where = ("The report was not written." if wrote is None else f"Writing the report failed: {wrote.output}"
              if wrote.is_error else f"The report is in {TEAM_REPORT}.")
     gap = f" Missing: {', '.join(missing)} (no teammate reported it)." if missing else ""
-    return ModelResponse(f"Team {team} counted {_n(total[1], 'line')} in {_n(total[0], 'file')} ({DEMO_LABEL}): "
-                         f"{per}.{gap} "
+    return ModelResponse(f"Team {team} counted {plural(total[1], 'line')} in {plural(total[0], 'file')} "
+                         f"({DEMO_LABEL}): {per}.{gap} "
                          f"{where}")
 
 
@@ -222,8 +223,6 @@ def _finish(task: int, said: str) -> ModelResponse:
                                 ToolCall("send_message", {"to": "lead", "text": said})])
 
 
-def _n(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def _is(name: str, ext: str) -> bool:
@@ -270,10 +269,10 @@ def run_team_demo(cwd: Path, settings: Any, *, as_json: bool, pace_s: float,
     elif got is None:
         click.echo(f"Check: no report was written to {report}, so the team's count could not be checked.", err=True)
     else:
-        said = ", ".join(f"{t} {_n(n, 'line')} in {_n(f, 'file')}" for t, (f, n) in expected.items())
+        said = ", ".join(f"{t} {plural(n, 'line')} in {plural(f, 'file')}" for t, (f, n) in expected.items())
         files, lines = got.get("total", (0, 0))
         verdict = "matches" if ok else "does NOT match"
-        click.echo(f"Check: the team's total, {_n(lines, 'line')} in {_n(files, 'file')}, {verdict} the files counted "
-                   f"here in Python ({said}; {_n(want_total[1], 'line')} in all).", err=True)
+        click.echo(f"Check: the team's total, {plural(lines, 'line')} in {plural(files, 'file')}, {verdict} the files "
+                   f"counted here in Python ({said}; {plural(want_total[1], 'line')} in all).", err=True)
         click.echo(f"Report: {report}; the board: subagents team show {team}", err=True)
     return code if ok or code != 0 else 1

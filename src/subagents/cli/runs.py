@@ -26,7 +26,7 @@ import click
 from ..exceptions import UserError
 from ..ids import id_matches, short_id
 from ..store.base import RunRecord, Store
-from .common import cwd_option, store_option, store_url, workdir
+from .common import cwd_option, plural, store_option, store_url, workdir
 from .runs_text import age, audit_line, cache_hits, cache_line, descendants, echo_message, tree_lines
 
 __all__ = ["audit_line", "resolve_run", "runs"]
@@ -231,6 +231,8 @@ def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
                 click.echo(f"-- status: {status}{' / ' + now.outcome if now.outcome else ''}")
             if now.is_final or no_follow:
                 return 0
+            if _gone(store, now):
+                return 1
             time.sleep(POLL_S)
 
 
@@ -255,7 +257,21 @@ def wait(ctx: click.Context, run_ref: str, timeout: float | None) -> int:
             if deadline is not None and time.monotonic() >= deadline:
                 click.echo(f"{now.nickname} is still {now.status} after {timeout}s", err=True)
                 return 1
+            if _gone(store, now):
+                return 1
             time.sleep(POLL_S)
+
+
+def _gone(store: Store, rec: RunRecord) -> bool:
+    """Whether the unfinished run ``rec`` has no live process any more (it was killed): then say so."""
+    from ..runtime.recovery import is_orphaned
+
+    if not is_orphaned(store, rec, time.time()):
+        return False
+    click.echo(f"{rec.nickname} ({rec.run_id}) is still marked {rec.status}, but the process that ran it is gone "
+               "(killed before it finished); the next runtime that opens this store resumes it (e.g. any "
+               "'subagents run'), or cancel it with 'subagents runs cancel ID'", err=True)
+    return True
 
 
 @runs.command("cancel")
@@ -276,7 +292,7 @@ def cancel(ctx: click.Context, run_ref: str) -> int:
                 click.echo(f"Cancel requested: the process that runs {rec.nickname} ({_pid(rec)}) stops it within "
                            "a few seconds; 'subagents runs wait' shows when it has.")
             else:
-                click.echo(f"Cancelled {_n(len(done.cancelled), 'run')}: no live process owned {rec.nickname}, so "
+                click.echo(f"Cancelled {plural(len(done.cancelled), 'run')}: no live process owned {rec.nickname}, so "
                            "the store was updated directly.")
             return 0
     return _on_engine(ctx, rec)
@@ -297,6 +313,8 @@ def resume(ctx: click.Context, run_ref: str, message: str, model_name: str | Non
     """Give a finished run more work (MESSAGE), keeping its whole conversation."""
     from ..runtime.steering import request_resume
 
+    if not message.strip():
+        raise UserError("the message is empty; say what the resumed run should do")
     engine = False
     with _open(ctx) as store:
         rec = resolve_run(store, run_ref)
@@ -355,6 +373,8 @@ def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: s
             done = await rt.wait([h.id])
             result = done[h.id]
             click.echo(result.text)
+            # orphans this process took over as it opened the store, still running: left resumable, not cancelled
+            rt.interrupting("its 'subagents runs resume' command ended")
             return 0 if result.ok else 1
 
     return asyncio.run(go())
@@ -375,9 +395,5 @@ def sweep(ctx: click.Context) -> int:
     except NoStore as e:
         click.echo(f"Nothing to sweep: {e}.")
         return 0
-    click.echo(f"Archived {_n(len(report.archived), 'run')}, deleted {_n(len(report.deleted), 'run')}.")
+    click.echo(f"Archived {plural(len(report.archived), 'run')}, deleted {plural(len(report.deleted), 'run')}.")
     return 0
-
-
-def _n(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"

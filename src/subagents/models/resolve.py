@@ -59,6 +59,9 @@ def parse_model_string(spec: str) -> ModelSpec:
             f"a base URL is only accepted for openai-compatible servers, not {provider!r} ({spec!r}); "
             f"accepted forms:\n  {ACCEPTED_FORMS}"
         )
+    if base_url and not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"the base URL {base_url!r} in {spec!r} must start with http:// or https:// "
+                          f"(e.g. openai:{model}@http://localhost:11434/v1)")
     return ModelSpec(provider, model, base_url or None)
 
 

@@ -53,35 +53,9 @@ class AgentCore:
     """One agent's conversation loop.  See the module docstring for the contract."""
 
     __slots__ = (
-        "_cost_known",
-        "_deadline",
-        "_deltas",
-        "_held_at",
-        "_holds",
-        "_saved_when",
-        "_stop_hooks",
-        "budget",
-        "bus",
-        "cost",
-        "ctx",
-        "guard",
-        "inbox",
-        "info",
-        "last_text",
-        "limits",
-        "messages",
-        "model",
-        "on_message",
-        "open_run",
-        "output",
-        "prices",
-        "registry",
-        "started",
-        "system",
-        "system_prefix",
-        "tool_calls",
-        "turns",
-        "usage",
+        "_cost_known", "_deadline", "_deltas", "_held_at", "_holds", "_saved_when", "_stop_hooks", "budget", "bus",
+        "cost", "ctx", "guard", "inbox", "info", "last_text", "limits", "messages", "model", "on_message", "open_run",
+        "output", "prices", "registry", "started", "system", "system_prefix", "tool_calls", "turns", "usage",
     )
 
     def __init__(

@@ -161,6 +161,12 @@ class TeamTools:
         role, team = self._member(caller_id)
         if to == role.name:
             raise ToolError("you cannot send a message to yourself")
+        if not isinstance(text, str) or not text.strip():  # (before a plan is approved with it)
+            raise ToolError("the message is empty; write what you want to say")
+        member = self.svc.store.member(team.name, to) if to != LEAD else None
+        if member is not None and member.status is MemberStatus.SHUT_DOWN:
+            raise ToolError(f"teammate {to!r} has shut down and reads no more messages; spawn a new teammate "
+                            f"(spawn_agent with team={team.name!r} and another name) for more work")
         if approve_plan:
             if role.name != LEAD:
                 raise ToolError("only the lead approves plans")

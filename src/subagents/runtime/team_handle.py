@@ -22,7 +22,17 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from ..teams.model import LEAD, MailRecord, MemberRecord, MemberStatus, TaskRecord, TaskStatus, TeamRecord, check_name
+from ..teams.model import (
+    LEAD,
+    MailRecord,
+    MemberRecord,
+    MemberStatus,
+    TaskRecord,
+    TaskStatus,
+    TeamError,
+    TeamRecord,
+    check_name,
+)
 from . import team_board as board
 from .teams import TeamService
 
@@ -101,6 +111,8 @@ class Team:
         """Ask one teammate (or all) to shut down; the names asked."""
         if name is not None:
             check_name("member", name)
+            if self._svc.store.member(self.name, name) is None:
+                raise TeamError(f"no teammate {name!r} in team {self.name}")
         return self._svc.request_shutdown(self.record, name, by=LEAD)
 
     async def wait_idle(self, timeout: float | None = None, poll_s: float = 0.02) -> bool:

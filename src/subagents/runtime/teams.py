@@ -53,13 +53,7 @@ class Role:
     wake: asyncio.Event | None = None  # set while the agent waits for mail
     reminded: bool = False       # the lead was told its teammates are idle
     seen: int = 0                # the last mail seq handed to the agent (marked read once committed)
-
-
-def mail_text(m: MailRecord) -> str:
-    """How a message reads in the recipient's conversation."""
-    if m.kind == "idle":
-        return f"<teammate-idle team=\"{m.team}\" name=\"{m.sender}\">\n{m.text}\n</teammate-idle>"
-    return f"<team-message team=\"{m.team}\" from=\"{m.sender}\" kind=\"{m.kind}\">\n{m.text}\n</team-message>"
+    turning: bool = False        # its model's turn runs: new mail goes into its inbox (else: its next prompt)
 
 
 class TeamService:
@@ -182,10 +176,14 @@ class TeamService:
         if role is None or node is None or node.status is not Status.RUNNING:
             return  # kept unread: delivered when it runs again
         if role.wake is not None:
+            if role.name != LEAD:  # working from now (``wait_idle`` right after a send must not see it idle)
+                self.store.update_member(team.name, recipient, status=MemberStatus.WORKING)
             role.wake.set()
             return
+        if not role.turning:  # between turns (an idle hook runs): the mail is its next prompt, not lost in its inbox
+            return
         for m in self.new_mail(role):
-            node.core.inbox.put(mail_text(m), key=f"mail:{m.seq}")
+            node.core.inbox.put(m.as_prompt(), key=f"mail:{m.seq}")
             role.seen = m.seq
 
     def new_mail(self, role: Role) -> list[MailRecord]:
@@ -218,11 +216,21 @@ class TeamService:
             result = node.core.result(Final(last.text))
         else:
             try:
-                result = await node.core.run(prompt)
+                result = await self._turn(node, prompt)
             except asyncio.CancelledError:
                 self._closed(node)
                 raise
         return await self.keep_going(node, result)
+
+    async def _turn(self, node: AgentNode, prompt: str | None) -> RunResult:
+        role = self.roles.get(node.id)
+        if role is not None:
+            role.turning = True
+        try:
+            return await node.core.run(prompt)
+        finally:
+            if role is not None:
+                role.turning = False
 
     async def keep_going(self, node: AgentNode, result: RunResult) -> RunResult:
         """After ``node``'s model ended a turn: a member goes idle until mail, a lead waits for its teammates."""
@@ -252,7 +260,7 @@ class TeamService:
             if nxt is None:
                 break
             prompt_text, up_to = nxt
-            result = await node.core.run(prompt_text)
+            result = await self._turn(node, prompt_text)
             if up_to:
                 self.read_later(role.team, role.name, up_to)
         role = self.roles.get(node.id)
@@ -295,7 +303,7 @@ class TeamService:
         role.seen = mail[-1].seq
         if any(m.kind == "shutdown" for m in mail):
             return None
-        return "\n\n".join(mail_text(m) for m in mail), max(m.seq for m in mail)
+        return "\n\n".join(m.as_prompt() for m in mail), max(m.seq for m in mail)
 
     async def _lead_next(self, node: AgentNode, role: Role) -> tuple[str, int] | None:
         while True:
@@ -305,7 +313,7 @@ class TeamService:
             mail = self.new_mail(role)
             if mail:
                 role.seen = mail[-1].seq
-                return "\n\n".join(mail_text(m) for m in mail), max(m.seq for m in mail)
+                return "\n\n".join(m.as_prompt() for m in mail), max(m.seq for m in mail)
             live = [m for m in self.store.members(team.name) if m.status is not MemberStatus.SHUT_DOWN]
             busy = [m for m in live if m.status in (MemberStatus.WORKING, MemberStatus.STOPPING)]
             if not busy:

@@ -89,6 +89,8 @@ class SQLTeamStore:
     def _task(self, c: Any, team: str, task_id: int, row: Sequence[Any] | None = None, lock: bool = False
               ) -> TaskRecord | None:
         if row is None:
+            if not -(2**63) <= task_id < 2**63:  # (no such task: the database's integers are 64-bit)
+                return None
             row = c.execute(self._q(f"SELECT {TASK_COLS} FROM tasks WHERE team = ? AND id = ?")
                             + (self.ROW_LOCK if lock else ""), (team, task_id)).fetchone()
             if row is None:

@@ -68,7 +68,7 @@ class MemberStatus(enum.StrEnum):
 def check_name(kind: str, name: str) -> str:
     """``name`` if it is a valid team or member name (lower-case letters, digits, ``-``, ``_``; 1-48
     characters, starting with a letter or digit), else :class:`TeamError` saying so."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # (match: "$" also before a final newline)
         raise TeamError(f"bad {kind} name {name!r}: use 1-48 lower-case letters, digits, '-' or '_', "
                         "starting with a letter or digit")
     if kind == "member" and name == LEAD:
@@ -122,3 +122,10 @@ class MailRecord:
     at: float
     kind: str = "message"        # "message" | "broadcast" | "idle" (a teammate's idle notice) | "shutdown"
     read: bool = False
+
+    def as_prompt(self) -> str:
+        """How the message reads in the recipient's conversation."""
+        if self.kind == "idle":
+            return f"<teammate-idle team=\"{self.team}\" name=\"{self.sender}\">\n{self.text}\n</teammate-idle>"
+        return (f"<team-message team=\"{self.team}\" from=\"{self.sender}\" kind=\"{self.kind}\">\n{self.text}\n"
+                "</team-message>")

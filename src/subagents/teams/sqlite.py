@@ -110,7 +110,7 @@ class SQLiteTeamStore(SQLTeamStore):
         rules.check_subject(subject)
         with self._tx("creating a task") as c:
             self._has_team(c, team)
-            wanted = {b for b in blocked_by if isinstance(b, int)}
+            wanted = {b for b in blocked_by if isinstance(b, int) and -(2**63) <= b < 2**63}  # (else: none such)
             existing = [r[0] for r in c.execute(
                 f"SELECT id FROM tasks WHERE team = ? AND id IN ({', '.join('?' * len(wanted))})",
                 (team, *wanted))] if wanted else []
