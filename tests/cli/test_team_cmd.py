@@ -171,3 +171,22 @@ def test_board_fits_its_width() -> None:
         lines = board_lines(tasks, width)
         assert all(len(ln) <= width for ln in lines)
         assert lines[0].split("   ")[0].startswith("PENDING (1)")
+
+
+def test_the_board_is_measured_in_terminal_columns() -> None:
+    """East Asian wide characters take two columns: cut by characters, lines reached 180 columns."""
+    from unicodedata import east_asian_width
+
+    from subagents.teams.model import TaskRecord, TaskStatus
+
+    def cols(s: str) -> int:
+        return sum(2 if east_asian_width(c) in "WF" else 1 for c in s)
+
+    tasks = [TaskRecord("w", 1, "宽字符" * 30), TaskRecord("w", 2, "宽字符" * 30, status=TaskStatus.IN_PROGRESS,
+                                                         owner="x"),
+             TaskRecord("w", 3, "plain subject", status=TaskStatus.COMPLETED, owner="x", note="宽" * 80)]
+    lines = board_lines(tasks, 100)
+    assert max(cols(line) for line in lines) <= 100, [cols(x) for x in lines]
+    gutter = [line for line in lines[2:] if "#2" in line]  # the second column starts where its header does
+    assert gutter
+    assert cols(gutter[0][: gutter[0].index("#2")]) == cols(lines[0][: lines[0].index("IN PROGRESS")])

@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+from unicodedata import combining, east_asian_width
 
 import click
 
@@ -171,10 +172,26 @@ def member_lines(members: list[MemberRecord], nicknames: dict[str | None, str]) 
     return out
 
 
+def _cols(s: str) -> int:
+    """How many terminal columns ``s`` takes (East Asian wide characters two, combining marks none)."""
+    return sum(0 if combining(c) else 2 if east_asian_width(c) in "WF" else 1 for c in s)
+
+
 def _cut(s: str, n: int, indent: str = "") -> str:
-    """``s`` on one line (whitespace collapsed) after ``indent``, cut with … to ``n`` characters in all."""
+    """``s`` on one line (whitespace collapsed) after ``indent``, cut with … to ``n`` columns in all."""
     s = indent + " ".join(s.split())
-    return s if len(s) <= n else s[: max(n - 1, 0)] + "…"
+    if len(s) <= n and _cols(s) <= n:
+        return s
+    s, used = s[: max(n - 1, 0)], 0  # (no more characters than columns fit)
+    for i, c in enumerate(s):
+        used += _cols(c)
+        if used > n - 1:
+            return s[:i] + "…"
+    return s + "…"
+
+
+def _pad(s: str, w: int) -> str:
+    return s + " " * max(w - _cols(s), 0)
 
 
 def _card(x: TaskRecord, w: int) -> list[str]:
@@ -200,9 +217,9 @@ def board_lines(tasks: list[TaskRecord], width: int = 100) -> list[str]:
     w = max((width - 2 * gap) // 3, 16)
     cols = [[c for x in tasks if x.status is s for c in _card(x, w)] for s in TaskStatus]
     heads = [f"{s.value.replace('_', ' ').upper()} ({sum(1 for x in tasks if x.status is s)})" for s in TaskStatus]
-    out = [(" " * gap).join(f"{h:<{w}}" for h in heads).rstrip(), (" " * gap).join("-" * w for _ in heads)]
+    out = [(" " * gap).join(_pad(h, w) for h in heads).rstrip(), (" " * gap).join("-" * w for _ in heads)]
     for i in range(max(len(c) for c in cols)):
-        out.append((" " * gap).join(f"{(c[i] if i < len(c) else ''):<{w}}" for c in cols).rstrip())
+        out.append((" " * gap).join(_pad(c[i] if i < len(c) else "", w) for c in cols).rstrip())
     return out
 
 
