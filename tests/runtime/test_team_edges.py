@@ -144,3 +144,31 @@ async def test_mail_that_arrives_while_the_idle_hook_runs_is_the_next_prompt(wor
             await asyncio.sleep(0.01)
         team.shutdown()
     assert any("ping" in h for h in heard), heard  # was: put in its inbox, counted as delivered, never read
+
+
+async def test_the_leads_inbox_right_after_its_run_holds_nothing_it_read(workdir: Path, tmp_path: Path) -> None:
+    """SQLite: the lead's read marks are stored once its transcript is committed; ``Team.inbox()`` right after
+    ``rt.run`` returned gave the messages it had read a second time (9 runs in 10)."""
+    lead_saw: list[str] = []
+
+    def model(req: ModelRequest) -> ModelResponse:
+        n = turns(req)
+        if member_name(req) is None:
+            if n == 0:
+                return ModelResponse(tool_calls=[call("team_create", {"name": "t"})])
+            if n == 1:
+                return ModelResponse(tool_calls=[
+                    call("spawn_agent", {"agent_type": "general-purpose", "prompt": "p", "team": "t", "name": "w"})])
+            lead_saw.append(req.messages[-1].text)
+            return ModelResponse(text="lead done")
+        if n == 0:
+            return ModelResponse(tool_calls=[call("send_message", {"to": "lead", "text": "first"})])
+        return ModelResponse(text="w done")
+
+    for _ in range(3):
+        lead_saw.clear()
+        async with Runtime(model=FunctionModel(model), workdir=workdir, store=f"sqlite:///{tmp_path}/s.db") as rt:
+            assert (await asyncio.wait_for(rt.run("go", agent="coordinator"), 5)).outcome == "ok"
+            assert any("first" in s for s in lead_saw)
+            assert [m.text for m in rt.team("t").inbox()] == []
+            rt.team("t").delete()

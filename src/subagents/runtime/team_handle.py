@@ -72,7 +72,8 @@ class Team:
 
     def inbox(self, *, mark_read: bool = True) -> list[MailRecord]:
         """Unread messages to the lead (you, for a team made from Python), oldest first."""
-        got = self._svc.store.unread(self.name, LEAD)
+        handed = self._svc.handed.get((self.name, LEAD), 0)  # (the lead agent's read marks may not be stored yet)
+        got = [m for m in self._svc.store.unread(self.name, LEAD) if m.seq > handed]
         if got and mark_read:
             self._svc.store.mark_read(self.name, LEAD, got[-1].seq)
         return got

@@ -66,6 +66,7 @@ class TeamService:
         self.roles: dict[str, Role] = {}           # agent id -> role
         self.tools: Any = None                     # its TeamTools (the model's team tools), made on first use
         self.resumed_idle: set[str] = set()        # restored agents whose transcript ends idle (no model call)
+        self.handed: dict[tuple[str, str], int] = {}  # (team, recipient) -> last seq handed over, maybe not marked
         self.expected: dict[str, Role] = {}        # roles of runs a restore may bring back
 
     # -- who is who -----------------------------------------------------------------------------------
@@ -192,7 +193,8 @@ class TeamService:
 
     def read_later(self, team: str, recipient: str, up_to: int) -> None:
         """Mark ``recipient``'s mail up to ``up_to`` read once what the store holds now is committed."""
-        loop = asyncio.get_running_loop()
+        loop, key = asyncio.get_running_loop(), (team, recipient)
+        self.handed[key] = max(self.handed.get(key, 0), up_to)  # (read already, for Team.inbox)
 
         def mark() -> None:
             with contextlib.suppress(Exception):  # else the mail stays unread and comes again: never lost
