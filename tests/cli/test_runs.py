@@ -175,3 +175,20 @@ def test_resume_with_an_empty_message_is_refused_before_anything_opens(db: Path,
         s.close()
     assert got is not None
     assert got.status == "running"  # no runtime opened: the orphan was not taken over (nor cancelled)
+
+
+def test_resume_that_loses_a_race_with_another_process_says_so(db: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `runs resume` of one finished run at once: the one that finds it started again was told, in the Python
+    API's words, to "use send_input", with exit 1 (a failed run) instead of 2."""
+    from subagents import Runtime, SpawnError, Status
+
+    async def started_elsewhere(self: Runtime, agent_id: str, message: str, **kw: object) -> None:
+        raise SpawnError(f"agent explore-ada ({agent_id}) is still pending_init; use send_input to give it more "
+                         "instructions, or wait for it")
+
+    monkeypatch.setattr(Runtime, "resume", started_elsewhere)
+    monkeypatch.setattr(Runtime, "status", lambda self, agent_id: Status.PENDING_INIT)
+    assert run(db, "resume", "explore-ada", "more", model=FunctionModel(lambda req: "x")) == 2
+    assert capsys.readouterr().err == (f"error: run explore-ada ({KID}) was started again by another process just "
+                                       "now; follow it with 'subagents runs tail', resume it once it ends\n")

@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 
 import click
 
-from ..exceptions import UserError
+from ..exceptions import SpawnError, UserError
 from ..ids import id_matches, short_id
 from ..store.base import RunRecord, Store
 from .common import cwd_option, plural, store_option, store_url, workdir
-from .runs_text import age, audit_line, cache_hits, cache_line, descendants, echo_message, tree_lines
+from .runs_text import age, audit_line, cache_hits, cache_line, descendants, echo_message, owner_gone, tree_lines
 
 __all__ = ["audit_line", "resolve_run", "runs"]
 
@@ -231,7 +231,7 @@ def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
                 click.echo(f"-- status: {status}{' / ' + now.outcome if now.outcome else ''}")
             if now.is_final or no_follow:
                 return 0
-            if _gone(store, now):
+            if owner_gone(store, now):
                 return 1
             time.sleep(POLL_S)
 
@@ -257,21 +257,9 @@ def wait(ctx: click.Context, run_ref: str, timeout: float | None) -> int:
             if deadline is not None and time.monotonic() >= deadline:
                 click.echo(f"{now.nickname} is still {now.status} after {timeout}s", err=True)
                 return 1
-            if _gone(store, now):
+            if owner_gone(store, now):
                 return 1
             time.sleep(POLL_S)
-
-
-def _gone(store: Store, rec: RunRecord) -> bool:
-    """Whether the unfinished run ``rec`` has no live process any more (it was killed): then say so."""
-    from ..runtime.recovery import is_orphaned
-
-    if not is_orphaned(store, rec, time.time()):
-        return False
-    click.echo(f"{rec.nickname} ({rec.run_id}) is still marked {rec.status}, but the process that ran it is gone "
-               "(killed before it finished); the next runtime that opens this store resumes it (e.g. any "
-               "'subagents run'), or cancel it with 'subagents runs cancel ID'", err=True)
-    return True
 
 
 @runs.command("cancel")
@@ -369,7 +357,13 @@ def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: s
 
     async def go() -> int:
         async with Runtime(model, workdir=cwd, settings=settings, store=store_url(ctx)) as rt:
-            h = await rt.resume(rec.run_id, message)
+            try:
+                h = await rt.resume(rec.run_id, message)
+            except SpawnError as e:
+                if rt.status(rec.run_id).is_final():
+                    raise
+                raise UserError(f"run {rec.nickname} ({rec.run_id}) was started again by another process just now; "
+                                "follow it with 'subagents runs tail', resume it once it ends") from e
             done = await rt.wait([h.id])
             result = done[h.id]
             click.echo(result.text)

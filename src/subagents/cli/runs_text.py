@@ -4,6 +4,7 @@ with each agent's duration, turns, tokens and cost (``runs tree``)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import click
@@ -11,7 +12,8 @@ import click
 from ..ids import short_id
 from ..store.base import AuditRecord, RunRecord, Store
 
-__all__ = ["age", "audit_line", "cache_hits", "cache_line", "descendants", "echo_message", "tree_lines"]
+__all__ = ["age", "audit_line", "cache_hits", "cache_line", "descendants", "echo_message", "owner_gone",
+           "tree_lines"]
 
 
 def age(t: float | None, now: float) -> str:
@@ -162,3 +164,15 @@ def _tokens(usage: dict[str, int]) -> str:
 
 def _cost(cost: float | None) -> str:
     return "est n/a" if cost is None else f"${cost:.4f}"
+
+
+def owner_gone(store: Store, rec: RunRecord) -> bool:
+    """Whether the unfinished run ``rec`` has no live process any more (it was killed): then say so."""
+    from ..runtime.recovery import is_orphaned
+
+    if not is_orphaned(store, rec, time.time()):
+        return False
+    click.echo(f"{rec.nickname} ({rec.run_id}) is still marked {rec.status}, but the process that ran it is gone "
+               "(killed before it finished); the next runtime that opens this store resumes it (e.g. any "
+               "'subagents run'), or cancel it with 'subagents runs cancel ID'", err=True)
+    return True
