@@ -203,3 +203,28 @@ async def test_time_queued_for_a_slot_still_counts_against_the_parents_deadline(
         res = await w(rt.wait([a.id, b.id]))
     assert res[b.id].outcome == "timeout", (res[b.id].outcome, res[b.id].error)
     assert "quick job" not in seen  # its deadline (its parent's) had passed when its slot came
+
+
+async def test_a_resumed_run_is_this_processs_before_its_status_says_running(workdir: Path, tmp_path: Path) -> None:
+    """A run another (dead) process left final, resumed here: its owner was not rewritten, so once its status said
+    running a third process opening the store took it for an orphan and adopted it too (two `runs resume` at once:
+    the record counted 3 runs for 2)."""
+    from subagents.store.sqlite import SQLiteStore
+
+    store = f"sqlite:///{tmp_path}/s.db"
+    async with runtime(workdir, lambda req: ModelResponse(text="ok"), store=store) as rt:
+        r = await rt.run("first")
+    s = SQLiteStore(tmp_path / "s.db")
+    s.update_run(r.id, {"owner": "gone-host:999999999:x"})  # the process that ran it is gone
+    s.close()
+    async with runtime(workdir, lambda req: ModelResponse(text="again"), store=store) as rt2:
+        await rt2.resume(r.id, "more")  # (its task has not run a step yet)
+        rt2.store.flush()
+        rec = rt2.store.get_run(r.id)
+        assert rec is not None
+        assert rec.owner == rt2.store.owner  # was: still the dead process's
+        assert (await w(rt2.wait([r.id])))[r.id].text == "again"
+        rt2.store.flush()
+        rec = rt2.store.get_run(r.id)
+        assert rec is not None
+        assert (rec.runs, rec.owner) == (2, rt2.store.owner)

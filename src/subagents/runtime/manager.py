@@ -322,8 +322,14 @@ class AgentManager:
         return resuming.send_input(self, ref, message, sender)
 
     def resume(self, ref: str, message: str, *, limits: Limits | None = None) -> AgentNode:
-        """Give a finished agent more work on its own conversation (:func:`.resuming.resume`)."""
-        return resuming.resume(self, ref, message, limits)
+        """Give a finished agent more work on its own conversation (:func:`.resuming.resume`).
+
+        The run is this process's from now: its owner is written before its status (a run adopted from another,
+        dead process, marked running under that owner, looked orphaned to a third process opening the store)."""
+        node = resuming.resume(self, ref, message, limits)
+        if self.store.owner:
+            self.recorder.update(node, {"owner": self.store.owner})
+        return node
 
     async def close(self, ref: str) -> RunResult:
         """Cancel an agent and all its descendants; their processes die with their tasks."""
