@@ -129,6 +129,16 @@ def test_sweep(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [KID2]
 
 
+def stored(db: Path, run_id: str) -> RunRecord:
+    s = SQLiteStore(db)
+    try:
+        got = s.get_run(run_id)
+    finally:
+        s.close()
+    assert got is not None
+    return got
+
+
 def test_wait_and_tail_stop_when_the_runs_process_is_gone(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """explore-grace is 'running' in the store, owned by a process with no lease (killed): both polled forever."""
     gone = ("explore-grace (019ab000-0001-7000-8000-0000bbbb3333) is still marked running, but the process that ran "
@@ -154,12 +164,7 @@ def test_resume_leaves_the_orphans_it_took_over_resumable(db: Path, capsys: pyte
 
     assert run(db, "resume", "explore-ada", "one more time", model=FunctionModel(model)) == 0
     assert capsys.readouterr().out == "again after 3 messages\n"
-    s = SQLiteStore(db)
-    try:
-        got = s.get_run(KID2)
-    finally:
-        s.close()
-    assert got is not None
+    got = stored(db, KID2)
     assert got.outcome == "interrupted", (got.status, got.outcome, got.error)
     assert "resume it with: subagents runs resume" in (got.error or "")
 
@@ -168,12 +173,7 @@ def test_resume_with_an_empty_message_is_refused_before_anything_opens(db: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     assert run(db, "resume", "explore-ada", "   ") == 2
     assert capsys.readouterr().err == "error: the message is empty; say what the resumed run should do\n"
-    s = SQLiteStore(db)
-    try:
-        got = s.get_run(KID2)
-    finally:
-        s.close()
-    assert got is not None
+    got = stored(db, KID2)
     assert got.status == "running"  # no runtime opened: the orphan was not taken over (nor cancelled)
 
 
