@@ -24,6 +24,7 @@ from typing import Any
 
 from ..store.base import AnnouncementRecord
 from .node import AgentNode
+from .notices import fitted
 from .recorder import Recorder
 from .status import Status
 
@@ -80,5 +81,6 @@ class Announcements:
         for a in queued:
             self.recorder.ack(node, a.id)
         node.followups_ = None
-        texts.extend(node.core.inbox.drain())  # acknowledged with the message that carries them, as at a boundary
+        texts.extend(node.core.inbox.drain(fit=False))  # acknowledged with the message that carries them, as at a
+        texts = fitted(texts)  # boundary; many background results at once: one line each (.notices)
         return "\n\n".join([*texts, message] if message.strip() else texts)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+from .notices import fitted
+
 __all__ = ["Inbox"]
 
 _auto = itertools.count()
@@ -57,8 +59,11 @@ class Inbox:
     def keys(self) -> list[str]:
         return list(self._items)
 
-    def drain(self, *, followups: bool = True) -> list[str]:
-        """Take the waiting messages in arrival order (``followups=False``: leave the follow-ups), report their keys."""
+    def drain(self, *, followups: bool = True, fit: bool = True) -> list[str]:
+        """Take the waiting messages in arrival order (``followups=False``: leave the follow-ups), report their keys.
+
+        Many background results at once come as one line each (:func:`.notices.fitted`; ``fit=False``: as they
+        are, for a caller that fits them together with more)."""
         if not self._items:
             return []
         later = self._later
@@ -70,4 +75,4 @@ class Inbox:
             later.difference_update(keys)
         if self.on_deliver is not None:
             self.on_deliver(keys)
-        return texts
+        return fitted(texts) if fit and len(texts) > 1 else texts

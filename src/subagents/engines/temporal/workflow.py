@@ -36,6 +36,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as ActivityCancelled
 
 with workflow.unsafe.imports_passed_through():
+    from ...runtime.notices import fitted
     from .agent_tools import AGENT_TOOL_NAMES, AgentTools
     from .approvals import Approvals
     from .limits import TreeBudget
@@ -181,13 +182,10 @@ class AgentWorkflow:
         self.acks.append(key)
 
     def drain(self) -> list[dict[str, Any]]:
-        out = []
-        for key, text in self.inbox.items:
-            if key is not None:
-                self.acks.append(key)
-            out.append(_text(text))
+        self.acks.extend(key for key, _ in self.inbox.items if key is not None)
+        texts = fitted([text for _, text in self.inbox.items])  # many results at once: one line each (.notices)
         self.inbox.items = []
-        return out
+        return [_text(t) for t in texts]
 
     # -- activities -----------------------------------------------------------------------------------
     def opts(self, kind: str) -> dict[str, Any]:
