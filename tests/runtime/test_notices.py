@@ -163,3 +163,17 @@ async def test_with_steering_off_the_end_of_turn_delivery_is_fitted(workdir: Pat
     assert len(followups) == 1
     assert followups[0].startswith(f"<subagent-notifications>\n{n} background tasks finished at once")
     assert len(followups[0]) <= NOTICE_BUDGET + 1_000
+
+
+def test_the_temporal_engines_delivery_is_fitted_and_acknowledges_every_notification() -> None:
+    from subagents.engines.temporal.workflow import AgentWorkflow, _Inbox
+
+    wf = AgentWorkflow.__new__(AgentWorkflow)  # (its __init__ needs a workflow's event loop; drain reads these two)
+    wf.inbox, wf.acks = _Inbox(), []
+    wf.inbox.items = [(f"ann:id{i}:1", note(i)) for i in range(100)] + [(None, "from the user")]
+    blocks = wf.drain()
+    assert [b["kind"] for b in blocks] == ["text", "text"]
+    assert blocks[0]["text"].startswith("<subagent-notifications>\n100 background tasks finished at once")
+    assert blocks[1]["text"] == "from the user"
+    assert wf.acks == [f"ann:id{i}:1" for i in range(100)]
+    assert wf.inbox.items == []
