@@ -295,12 +295,15 @@ class AgentManager:
         if nxt is not None:  # the oldest queued agent takes the freed slot
             self.start(nxt[0], nxt[1], before=nxt[2])
         parent = self.nodes.get(node.parent_id) if node.parent_id else None
+        # a teammate stopped by a signal is left unfinished in the store, as a crash leaves it (team_roles.py)
+        kept = self.teams is not None and self.teams.outlives(node, result)
         ann = None
-        if node.background and parent is not None:
+        if node.background and parent is not None and not kept:
             ann = AnnouncementRecord(f"{node.id}:{node.runs}", parent.id, node.id,
                                      announcement_text(result, node.label, self.cfg.result_max_chars), time.time())
         try:
-            self.recorder.finished(node, result, ann)
+            if not kept:
+                self.recorder.finished(node, result, ann)
         finally:  # a failing store must not leave waiters hanging; its StoreError still propagates
             waiters, node.waiters = node.waiters or (), None
             for w in waiters:

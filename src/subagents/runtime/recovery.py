@@ -14,7 +14,8 @@ When a :class:`~subagents.Runtime` first runs or spawns (or enters ``async with`
    :mod:`.pending_spawns`): it gets what it returns live, a foreground child's result once that
    child ends (a finished child is not run again), so the parent receives it exactly once.
    A transcript that already ends in a final answer is finished with it — unless it is a team member's
-   or lead's (:mod:`.teams`): it waited for mail, and waits again.
+   or lead's (:mod:`.teams`): it waited for mail, and waits again.  (A teammate stopped by a signal is left
+   unfinished too, so it comes back here: :mod:`.team_roles`.)
    ``on_restart="mark_interrupted"``: set each to ``errored`` / outcome ``interrupted``, keeping
    the last assistant text as the partial result (and announcing it to a background child's parent).
 3. Adopt the finished runs of the same trees (so a resumed parent can ``wait`` on, or resume,
@@ -285,6 +286,8 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
         for a in node.followups:
             node.core.inbox.put(a.text, key=f"ann:{a.id}")
         node.followups = []
+    if mgr.teams is not None:  # teammates whose runs stay ended: idle (resumable), not "working" (team_roles.py)
+        mgr.teams.after_restore()
     return report
 
 

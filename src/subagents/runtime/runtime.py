@@ -207,7 +207,8 @@ class Runtime:
     def interrupting(self, why: str) -> None:
         """From now on, agents closed by a shutdown end as ``interrupted`` (resumable), not ``cancelled``.
 
-        For a process being stopped (a signal): ``why`` says by what, e.g. ``"SIGTERM"``.
+        For a process being stopped (a signal): ``why`` says by what, e.g. ``"SIGTERM"``.  A team's teammates are
+        left unfinished instead, as a crash leaves them: the next Runtime on the store resumes them (docs/teams.md).
         """
         self.manager.stop_as = (Outcome.INTERRUPTED, f"interrupted: the process was stopped ({why}) before this "
                                 "agent finished; resume it with: subagents runs resume <id> <message>")
@@ -277,6 +278,7 @@ class Runtime:
             raise UserError("this Runtime is closed; create a new one")
         if not self._restored and not self._in_run_sync:
             self._restored = True
+            restore_teams(self.manager)  # (as restore() does: teams' agents come back with their roles)
             restore_runs(self.manager, on_restart=self.settings.on_restart)
         parent_id = None
         if parent is not None:

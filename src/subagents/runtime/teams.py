@@ -12,7 +12,8 @@ anyway, its idle teammates are shut down.
 Mail is durable (:class:`~subagents.teams.store.TeamStore`) and delivered at the recipient's next turn
 boundary: into the inbox of an agent that is running a turn, as the prompt of one that waits.  A message
 counts as read once the transcript message carrying it is committed (so a crash delivers it again rather
-than never).  Only this module (and :mod:`.team_control`, the model's tools) changes teams while agents run.
+than never).  Only this module (with :mod:`.team_roles`: roles across restarts, signals and resumes) and
+:mod:`.team_control` (the model's tools) change teams while agents run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import contextlib
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..models.base import AgentInfo
@@ -34,6 +34,7 @@ from .loop import Final
 from .node import AgentNode
 from .result import RunResult
 from .status import Outcome, Status
+from .team_roles import Role, RoleKeeper
 
 if TYPE_CHECKING:
     from .manager import AgentManager
@@ -43,21 +44,9 @@ __all__ = ["Role", "TeamService", "restore_teams", "team_service"]
 IDLE_SUMMARY_CHARS = 600
 
 
-@dataclass(slots=True)
-class Role:
-    """An agent's place in a team (``name`` is ``"lead"`` for the lead)."""
-
-    team: str
-    name: str
-    mode: str = "default"        # the mode granted at spawn (a plan-approval teammate runs in plan until approved)
-    wake: asyncio.Event | None = None  # set while the agent waits for mail
-    reminded: bool = False       # the lead was told its teammates are idle
-    seen: int = 0                # the last mail seq handed to the agent (marked read once committed)
-    turning: bool = False        # its model's turn runs: new mail goes into its inbox (else: its next prompt)
-
-
-class TeamService:
-    """The runtime's teams (one per runtime, made on first use; see the module docstring)."""
+class TeamService(RoleKeeper):
+    """The runtime's teams (one per runtime, made on first use; see the module docstring; roles across restarts,
+    signals and resumes: :class:`~.team_roles.RoleKeeper`)."""
 
     def __init__(self, mgr: AgentManager, store: TeamStore) -> None:
         # weakly: the manager holds the service (no reference cycle; tests/runtime/test_gc.py)
@@ -67,7 +56,7 @@ class TeamService:
         self.tools: Any = None                     # its TeamTools (the model's team tools), made on first use
         self.resumed_idle: set[str] = set()        # restored agents whose transcript ends idle (no model call)
         self.handed: dict[tuple[str, str], int] = {}  # (team, recipient) -> last seq handed over, maybe not marked
-        self.expected: dict[str, Role] = {}        # roles of runs a restore may bring back
+        self.expected: dict[str, Role] = {}        # roles of runs a restore or a resume may bring back
 
     # -- who is who -----------------------------------------------------------------------------------
     def has(self, agent_id: str) -> bool:
@@ -89,26 +78,6 @@ class TeamService:
             return team.lead_id or None
         m = self.store.member(team.name, name)
         return m.agent_id if m is not None else None
-
-    def expect_restored(self) -> None:
-        """Before a restore: the roles of every lead and live teammate, by run id (see :meth:`adopt`)."""
-        for t in self.store.list_teams():
-            if t.lead_id:
-                self.expected[t.lead_id] = Role(t.name, LEAD)
-            for m in self.store.members(t.name):
-                if m.agent_id and m.status is not MemberStatus.SHUT_DOWN:
-                    self.expected[m.agent_id] = Role(t.name, m.name, m.mode)
-
-    def adopt(self, node: AgentNode, *, idle: bool = False) -> bool:
-        """A restored agent takes its role back; ``idle``: its transcript ends in an answer (it waited for
-        mail: it waits again, with no model call).  ``False``: it has no role."""
-        role = self.expected.pop(node.id, None)
-        if role is None:
-            return False
-        self.bind(node, role)
-        if idle:
-            self.resumed_idle.add(node.id)
-        return True
 
     def bind(self, node: AgentNode, role: Role) -> None:
         """Give ``node`` its role (a new or restored member, or a lead): its team tools join its fence, and mail its
@@ -212,6 +181,7 @@ class TeamService:
     # -- the turn loop of members and leads -----------------------------------------------------------
     async def run(self, node: AgentNode, prompt: str | None) -> RunResult:
         """What the manager runs instead of ``node.core.run`` for an agent with a role (or once teams exist)."""
+        self.rejoin(node)  # an ended lead or teammate that is resumed takes its role back
         if prompt is None and node.id in self.resumed_idle:  # restored while idle: no model call, wait for mail
             self.resumed_idle.discard(node.id)
             last = node.core.messages[-1]
@@ -247,8 +217,8 @@ class TeamService:
 
     def _closed(self, node: AgentNode) -> None:
         """A teammate closed (``close_agent``, ``rt.close``, its lead closed, the runtime closed) leaves the team:
-        its run is over.  One *interrupted* (the process is stopped by a signal: its run stays resumable) stays a
-        member, as after a crash."""
+        its run is over.  One *interrupted* (the process is stopped by a signal) stays a member and its run is left
+        unfinished in the store (:meth:`outlives`), as after a crash: the next Runtime on the store resumes it."""
         role = self.roles.get(node.id)
         if role is not None and role.name != LEAD and self.mgr.stop_as[0] is not Outcome.INTERRUPTED:
             m = self.store.member(role.team, role.name)
