@@ -27,9 +27,8 @@ def rec(run_id: str, nickname: str, **kw: object) -> RunRecord:
     return RunRecord(run_id=run_id, agent_id=run_id, nickname=nickname, **d)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def db(isolated: Path) -> Path:
-    path = isolated / "runs.db"
+def seed(path: Path) -> None:
+    """A finished root, a finished child with a transcript, a child still 'running' whose process is gone."""
     s = SQLiteStore(path)
     s.create_run(rec(ROOT, "general-purpose-ada", agent_type="general-purpose", label="the root"))
     s.create_run(rec(KID, "explore-ada", parent_id=ROOT, depth=1, created_at=2.0, label="docs"))
@@ -37,6 +36,12 @@ def db(isolated: Path) -> Path:
                      outcome=None, result_text=None, ended_at=None))
     s.append_messages(KID, 0, [Message.user("scan it"), Message.assistant("explore-ada says hi")])
     s.close()
+
+
+@pytest.fixture
+def db(isolated: Path) -> Path:
+    path = isolated / "runs.db"
+    seed(path)
     return path
 
 

@@ -3,8 +3,9 @@
 IDs may be given whole, as a unique prefix or suffix (4+ characters; listings show the last 8) or as a nickname
 (the latest run with it).
 ``--cwd`` and ``--store`` go before or after the command (``runs --cwd X list`` = ``runs list --cwd X``).
-The commands that only read (``list``, ``show``, ``tree``, ``tail``, ``wait``, ``timeline``) never create a store: with
-none yet, they say so.
+The commands that only read (``list``, ``show``, ``tree``, ``tail``, ``wait``, ``timeline``, ``approvals``,
+``approve``) open the store read-only (:mod:`.runs_store`): they read a store the user may not write and never create,
+migrate or change one; with none yet, they say so.
 Runs owned by another live process are steered through the store: ``cancel`` and ``resume`` leave a
 request that the owner's sweeper carries out within a few seconds.  Runs whose process is gone are
 changed directly (``cancel``) or taken over by this process (``resume``, which needs a model).
@@ -16,8 +17,7 @@ import asyncio
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,41 +27,14 @@ from ..exceptions import SpawnError, UserError
 from ..ids import id_matches, short_id
 from ..store.base import RunRecord, Store
 from .common import cwd_option, plural, store_option, store_url, workdir
+from .runs_store import NoStore, open_for_reading, open_for_writing
 from .runs_text import age, audit_line, cache_hits, cache_line, descendants, echo_message, owner_gone, tree_lines
 
-__all__ = ["audit_line", "resolve_run", "runs"]
+__all__ = ["NoStore", "audit_line", "resolve_run", "runs"]
 
 POLL_S = 0.2  # tail/wait read another process's store: they can only poll it
 
-
-class NoStore(UserError):
-    """A read-only command found no store to read."""
-
-
-@contextmanager
-def _open(ctx: click.Context) -> Iterator[Store]:
-    """The project's store; a :class:`NoStore` error when its file does not exist yet (none is created)."""
-    from ..config import load_settings
-    from ..store import DEFAULT_STORE_URL, open_store
-
-    cwd = workdir(ctx).resolve()
-    url = store_url(ctx) or load_settings(cwd).store_url or DEFAULT_STORE_URL
-    path = _sqlite_path(url, cwd)
-    if path is not None and not path.exists():
-        raise NoStore(f"there is no run store yet at {path}: runs are recorded there by 'subagents run' "
-                      "(or a Runtime) in this project; pass --cwd DIR or --store URL to read another one")
-    store = open_store(url, cwd)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-def _sqlite_path(url: str, cwd: Path) -> Path | None:
-    if not url.startswith("sqlite://"):
-        return None
-    p = Path(url.removeprefix("sqlite:///").removeprefix("sqlite://"))
-    return p if p.is_absolute() else cwd / p
+_open = open_for_writing  # the writing commands' open (and `subagents team`'s)
 
 
 def resolve_run(store: Store, ref: str) -> RunRecord:
@@ -100,6 +73,10 @@ def runs() -> None:
     """List, inspect and steer recorded runs.
 
     --cwd and --store may be given before or after the command.
+
+    The commands that only read (list, show, tree, timeline, tail, wait, approvals, approve) open the store read-only:
+    they read a store you may not write (another user's, a read-only mount), never create, migrate or change it, and
+    take no lock a running runtime would wait for.  cancel, resume and sweep write to it.
     """
 
 
@@ -110,9 +87,12 @@ def runs() -> None:
 @_where
 @click.pass_context
 def list_cmd(ctx: click.Context, show_all: bool, status: str | None, as_json: bool) -> int:
-    """List runs, oldest first (archived ones only with --all)."""
+    """List runs, oldest first (archived ones only with --all).
+
+    Only reads the store (a read-only one too).
+    """
     try:
-        with _open(ctx) as store:
+        with open_for_reading(ctx) as store:
             recs = store.list_runs(include_archived=show_all, status=status)
     except NoStore as e:
         click.echo(f"No runs: {e}.", err=as_json)
@@ -140,10 +120,13 @@ def list_cmd(ctx: click.Context, show_all: bool, status: str | None, as_json: bo
 @_where
 @click.pass_context
 def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
-    """Show a run's record, stats and result."""
+    """Show a run's record, stats and result.
+
+    Only reads the store (a read-only one too).
+    """
     from ..runtime.recovery import record_result
 
-    with _open(ctx) as store:
+    with open_for_reading(ctx) as store:
         rec = resolve_run(store, run_ref)
         audit = store.audit_of(rec.run_id)
         tree_recs = descendants(store, rec)
@@ -180,8 +163,11 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
 @_where
 @click.pass_context
 def tree(ctx: click.Context, root_ref: str) -> int:
-    """Show the agent tree under a run: status, running time, turns, tokens and cost of each agent, and the total."""
-    with _open(ctx) as store:
+    """Show the agent tree under a run: status, running time, turns, tokens and cost of each agent, and the total.
+
+    Only reads the store (a read-only one too).
+    """
+    with open_for_reading(ctx) as store:
         rec = resolve_run(store, root_ref)
         recs = store.list_runs(include_archived=True, root_id=rec.root_id or rec.run_id)
     for line in tree_lines(rec, recs, time.time()):
@@ -197,10 +183,13 @@ def tree(ctx: click.Context, root_ref: str) -> int:
 @_where
 @click.pass_context
 def timeline(ctx: click.Context, root_ref: str, html_path: Path) -> int:
-    """Write a Gantt chart of the agent tree under a run as one HTML file (no network needed to open it)."""
+    """Write a Gantt chart of the agent tree under a run as one HTML file (no network needed to open it).
+
+    Only reads the store (a read-only one too).
+    """
     from .timeline import write_timeline
 
-    with _open(ctx) as store:
+    with open_for_reading(ctx) as store:
         rec = resolve_run(store, root_ref)
         line = write_timeline(store, rec, html_path)
     click.echo(line)
@@ -213,8 +202,11 @@ def timeline(ctx: click.Context, root_ref: str, html_path: Path) -> int:
 @_where
 @click.pass_context
 def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
-    """Print a run's transcript, then follow it until the run ends."""
-    with _open(ctx) as store:
+    """Print a run's transcript, then follow it until the run ends.
+
+    Only reads the store (a read-only one too).
+    """
+    with open_for_reading(ctx) as store:
         rec = resolve_run(store, run_ref)
         seen, status = 0, ""
         while True:
@@ -242,9 +234,12 @@ def tail(ctx: click.Context, run_ref: str, no_follow: bool) -> int:
 @_where
 @click.pass_context
 def wait(ctx: click.Context, run_ref: str, timeout: float | None) -> int:
-    """Wait until a run ends; exit 0 if it completed, 1 otherwise (or on timeout)."""
+    """Wait until a run ends; exit 0 if it completed, 1 otherwise (or on timeout).
+
+    Only reads the store (a read-only one too).
+    """
     deadline = None if timeout is None else time.monotonic() + timeout
-    with _open(ctx) as store:
+    with open_for_reading(ctx) as store:
         rec = resolve_run(store, run_ref)
         while True:
             now = store.get_run(rec.run_id)

@@ -1,5 +1,6 @@
 """``subagents runs approve ID CALL_ID allow|always|deny [--message TEXT]``: answer, from any terminal, a call of
-a Temporal-engine run that waits for a person (``subagents runs approvals ID`` lists them)."""
+a Temporal-engine run that waits for a person (``subagents runs approvals ID`` lists them).  Both only read the run
+store (the answer goes to the engine): they open it read-only (:mod:`.runs_store`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import click
 from ..authority.approvals import Decision
 from ..exceptions import UserError
 from .common import workdir
-from .runs import _open, _where, resolve_run, runs
+from .runs import _where, resolve_run, runs
+from .runs_store import open_for_reading
 
 __all__ = ["approvals", "approve", "runs"]
 
@@ -30,10 +32,13 @@ def _engine_url(ctx: click.Context) -> str:
 @_where
 @click.pass_context
 def approvals(ctx: click.Context, run_ref: str) -> int:
-    """List the calls of a Temporal-engine run waiting for a person."""
+    """List the calls of a Temporal-engine run waiting for a person.
+
+    Only reads the run store (a read-only one too).
+    """
     from ..engines.temporal.client import TemporalEngine
 
-    with _open(ctx) as store:
+    with open_for_reading(ctx) as store:
         rec = resolve_run(store, run_ref)
 
     async def go() -> list[dict[str, object]]:
@@ -58,10 +63,13 @@ def approvals(ctx: click.Context, run_ref: str) -> int:
 def approve(ctx: click.Context, run_ref: str, call_id: str, answer: str, message: str | None,
             rule: str | None) -> int:
     """Answer a call of a Temporal-engine run that waits for a person: allow (once), always (this run and the
-    sub-agents it starts), or deny."""
+    sub-agents it starts), or deny.
+
+    Only reads the run store (a read-only one too): the answer goes to the engine.
+    """
     from ..engines.temporal.client import TemporalEngine
 
-    with _open(ctx) as store:
+    with open_for_reading(ctx) as store:
         rec = resolve_run(store, run_ref)
     decision = {"allow": Decision.allow(), "always": Decision.allow_always(rule),
                 "deny": Decision.deny(message)}[answer]

@@ -1,0 +1,441 @@
+"""The ``runs`` commands that only read open the store read-only: they read a store the user may not write (another
+user's, a read-only mount), never create, migrate or change one, and refuse a file that is no store with a sentence.
+
+"Cannot write" is real here: as root (the CI) the reader is a forked child that drops to the user ``nobody`` (root
+ignores file modes); as anyone else the store file is mode 0444 in a 0555 directory.  The child is forked rather than
+started from an executable because the interpreter may live where ``nobody`` may not go (``/root/.pyenv``): what the
+commands import lazily is imported first, by running them once as the test's own user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import sqlite3
+import stat
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+import subagents.cli.runs
+import subagents.cli.timeline
+import subagents.runtime.recovery
+from subagents.cli.main import main
+from subagents.messages import Message
+from subagents.store._schema import _MIGRATIONS, SCHEMA_VERSION, _statements
+from subagents.store.sqlite import SQLiteStore
+
+from .test_runs import KID2, ROOT, rec, seed
+
+LAZY = (subagents.cli.runs, subagents.cli.timeline, subagents.runtime.recovery)  # imported before a child drops rights
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+@dataclass
+class Shared:
+    """A temporary directory every user may read: the store (``store/state.db``), a project, a config home and a
+    directory every user may write (``out``, for ``timeline --html``)."""
+
+    root: Path
+
+    @property
+    def db(self) -> Path:
+        return self.root / "store" / "state.db"
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.db}"
+
+    def lock(self) -> None:
+        """The store as a reader finds it: a file it may read but not write, in a directory it may not write."""
+        for p in self.db.parent.iterdir():
+            p.chmod(0o444)
+        self.db.parent.chmod(0o555)
+
+    def unlock(self) -> None:
+        """Writable again by the test's own user (who is then not the reader: root's reader is 'nobody')."""
+        self.db.parent.chmod(0o755)
+        for p in self.db.parent.iterdir():
+            p.chmod(0o644)
+
+
+@pytest.fixture
+def shared() -> Iterator[Shared]:
+    d = Path(tempfile.mkdtemp(prefix="subagents-ro-"))
+    d.chmod(0o755)
+    for sub in ("store", "project", "xdg"):
+        (d / sub).mkdir(mode=0o755)
+    (d / "out").mkdir()
+    (d / "out").chmod(0o777)
+    try:
+        yield Shared(d)
+    finally:
+        for p in [d, *d.rglob("*")]:
+            if p.is_dir() and not p.is_symlink():
+                p.chmod(0o755)
+        shutil.rmtree(d)
+
+
+def unprivileged() -> tuple[int, int] | None:
+    """The (uid, gid) a reader drops to when the tests run as root; ``None`` otherwise (file modes suffice)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pw = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.fail("the tests run as root but there is no user 'nobody' to read the store as; create one")
+    assert pw.pw_uid != 0
+    return pw.pw_uid, pw.pw_gid
+
+
+class Reader:
+    """``subagents runs ...`` in a forked child, as a user who may read the store but not write it."""
+
+    def __init__(self, sh: Shared, *args: str) -> None:
+        self.sh = sh
+        self.files: list[IO[bytes]] = [tempfile.TemporaryFile() for _ in "oe"]  # noqa: SIM115 (kept until result())
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns
+            self._child(args)
+
+    def _child(self, args: tuple[str, ...]) -> None:
+        code = 99
+        try:
+            os.dup2(self.files[0].fileno(), 1)
+            os.dup2(self.files[1].fileno(), 2)
+            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            ids = unprivileged()
+            if ids is not None:
+                os.setgroups([])
+                os.setgid(ids[1])
+                os.setuid(ids[0])
+            os.chdir(self.sh.root / "project")
+            os.environ.update(XDG_CONFIG_HOME=str(self.sh.root / "xdg"), HOME=str(self.sh.root / "project"))
+            if os.access(self.sh.db.parent, os.W_OK) or os.access(self.sh.db, os.W_OK):
+                print("TEST SETUP: the reader may write the store", file=sys.stderr)
+                code = 98
+            else:
+                code = main(["runs", "--store", self.sh.url, *args])
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            with contextlib.suppress(BaseException):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+
+    def result(self, timeout: float = 30.0) -> Ran:
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+                pytest.fail(f"the reader did not finish within {timeout} s")
+            time.sleep(0.02)
+        texts = []
+        for f in self.files:
+            f.seek(0)
+            texts.append(f.read().decode())
+            f.close()
+        return Ran(os.waitstatus_to_exitcode(status), *texts)
+
+
+def as_reader(sh: Shared, *args: str) -> Ran:
+    return Reader(sh, *args).result()
+
+
+def here(sh: Shared, capsys: pytest.CaptureFixture[str], *args: str) -> Ran:
+    """The same command in this process, as the test's own user."""
+    capsys.readouterr()
+    code = main(["runs", "--store", sh.url, *args])
+    got = capsys.readouterr()
+    return Ran(code, got.out, got.err)
+
+
+def files(d: Path) -> dict[str, tuple[str, int, int, int]]:
+    """Every file under ``d``: (sha256, size, mtime in ns, owner)."""
+    out = {}
+    for p in sorted(d.rglob("*")):
+        st = p.lstat()
+        digest = hashlib.sha256(p.read_bytes()).hexdigest() if stat.S_ISREG(st.st_mode) else "dir"
+        out[str(p.relative_to(d))] = (digest, st.st_size, st.st_mtime_ns, st.st_uid)
+    return out
+
+
+READS: list[tuple[list[str], int, str]] = [
+    (["list"], 0, "general-purpose-ada"),
+    (["list", "--all", "--json"], 0, f'"run_id": "{KID2}"'),
+    (["show", "explore-ada"], 0, "explore-ada says hi"),
+    (["show", "aaaa1111", "--json"], 0, f'"run_id": "{ROOT}"'),
+    (["tree", "1111"], 0, "total: 3 agents"),
+    (["tail", "explore-ada"], 0, "assistant: explore-ada says hi\n-- status: completed / ok\n"),
+    (["tail", "explore-grace", "--no-follow"], 0, "-- status: running\n"),
+    (["wait", "explore-ada"], 0, "explore-ada completed/ok\n"),
+    (["wait", "explore-grace"], 1, "the process that ran it is gone"),  # read its (absent) lease
+    (["show", "zzzz"], 2, "error: no run matches 'zzzz'"),
+    (["approvals", "explore-ada"], 2, "approvals are answered through the Temporal engine"),  # the run was read
+]
+
+
+def test_every_reading_command_reads_a_store_the_user_may_not_write(shared: Shared,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Another user's store, closed (no -wal or -shm next to it), in a directory the reader may not write: each
+    reading command says what the owner sees, and the directory is exactly as it was."""
+    seed(shared.db)
+    assert sorted(p.name for p in shared.db.parent.iterdir()) == ["state.db"]
+    shared.lock()
+    before = files(shared.root / "store")
+    for args, code, expected in READS:
+        mine = here(shared, capsys, *args)  # (also imports what the command needs before the child drops rights)
+        theirs = as_reader(shared, *args)
+        assert (theirs.code, theirs.out, theirs.err) == (mine.code, mine.out, mine.err), args
+        assert theirs.code == code, (args, theirs)
+        assert expected in theirs.out + theirs.err, (args, theirs)
+        assert "Traceback" not in theirs.err
+        assert files(shared.root / "store") == before, args
+    page = shared.root / "out" / "tree.html"
+    ran = as_reader(shared, "timeline", "general-purpose-ada", "--html", str(page))
+    assert (ran.code, ran.err) == (0, ""), ran
+    assert "explore-grace" in page.read_text(encoding="utf-8")
+    assert files(shared.root / "store") == before
+
+
+def test_a_store_the_user_may_not_read_is_a_clear_error(shared: Shared) -> None:
+    seed(shared.db)
+    before = files(shared.root / "store")
+    shared.db.chmod(0)
+    shared.db.parent.chmod(0o555)
+    ran = as_reader(shared, "list")
+    shared.unlock()
+    assert (ran.code, ran.out) == (2, ""), ran
+    assert ran.err == (f"error: the run store {shared.db} cannot be read (Permission denied); ask its owner for read "
+                       "access to the file and its directory, or point --store at another file\n")
+    shared.db.parent.chmod(0)  # a directory the user may not enter
+    ran = as_reader(shared, "show", "explore-ada")
+    shared.db.parent.chmod(0o755)
+    assert (ran.code, ran.out) == (2, ""), ran
+    assert ran.err.startswith(f"error: the run store {shared.db} cannot be read (Permission denied)"), ran
+    assert files(shared.root / "store") == before
+
+
+def test_the_help_says_reading_commands_work_on_a_read_only_store(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "only read" in text
+    assert "read-only" in text
+    assert "never create, migrate or change" in text
+    assert main(["runs", "list", "--help"]) == 0
+    assert "Only reads the store" in " ".join(capsys.readouterr().out.split())
+
+
+def _own(d: Path) -> set[str]:
+    """Files under ``d`` that are not the test's own (a reader that created one)."""
+    return {str(p) for p in d.rglob("*") if p.lstat().st_uid != os.geteuid()}
+
+
+def test_reading_a_store_another_process_is_writing(shared: Shared, capsys: pytest.CaptureFixture[str]) -> None:
+    """A live runtime's store (its -wal and -shm are there, the reader may write none of them): a reader sees what is
+    committed, is not blocked by a write transaction in progress and does not see it — whether or not it may write
+    the store: a reading command takes no write lock — and `wait` sees the run end."""
+    seed(shared.db)
+    live = SQLiteStore(shared.db)
+    try:
+        mine = rec("019ab000-0002-7000-8000-0000cccc4444", "explore-live", status="running", outcome=None,
+                   ended_at=None, result_text=None, owner=live.owner, created_at=4.0)
+        live.create_run(mine)
+        live.flush()
+        assert {p.name for p in shared.db.parent.iterdir()} == {"state.db", "state.db-wal", "state.db-shm"}
+        other = sqlite3.connect(shared.db, isolation_level=None, timeout=10)
+        here(shared, capsys, "list", "--all", "--json")
+        other.execute("BEGIN IMMEDIATE")  # a write transaction in progress: holds the write lock
+        other.execute("INSERT INTO runs (run_id, agent_id, nickname, agent_type, task, status, created_at) "
+                      "VALUES ('u1', 'u1', 'explore-uncommitted', 'explore', 't', 'running', 5.0)")
+        for who in ("a user who may write the store", "one who may not"):
+            if who == "one who may not":
+                shared.lock()  # (the writers opened their files before)
+            t0 = time.monotonic()
+            ran = (here(shared, capsys, "list", "--all", "--json") if who.startswith("a user")
+                   else as_reader(shared, "list", "--all", "--json"))
+            assert time.monotonic() - t0 < 3, f"{who} waited for the write lock"
+            assert ran.code == 0, (who, ran)
+            assert [r["nickname"] for r in json.loads(ran.out)] == ["general-purpose-ada", "explore-ada",
+                                                                    "explore-grace", "explore-live"], who
+        other.execute("COMMIT")
+        other.close()
+        ran = as_reader(shared, "show", "explore-uncommitted", "--json")
+        assert (ran.code, json.loads(ran.out)["run_id"]) == (0, "u1"), ran
+
+        here(shared, capsys, "wait", "explore-ada")
+        waiting = Reader(shared, "wait", "explore-live", "--timeout", "20")
+        time.sleep(0.6)  # it polls the running run (owned by this live store: not orphaned)
+        live.append_messages(mine.run_id, 0, [Message.user("go"), Message.assistant("done")])
+        live.finish_run(mine.run_id, {"status": "completed", "outcome": "ok", "ended_at": time.time(),
+                                      "result_text": "done"}, None)
+        live.flush()
+        ran = waiting.result()
+        assert (ran.code, ran.out, ran.err) == (0, "explore-live completed/ok\n", ""), ran
+        ran = as_reader(shared, "tail", "explore-live")
+        assert ran.out == "user: go\nassistant: done\n-- status: completed / ok\n", ran
+    finally:
+        live.close()
+    assert _own(shared.root / "store") == set()
+
+
+def test_a_reader_of_a_closed_store_sees_a_writer_that_opens_it_later(shared: Shared,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`wait` started on a closed store (nothing but the file: it reads it as it is, without locks) notices a runtime
+    opening it and finishing the run, and reads the change instead of its stale snapshot."""
+    seed(shared.db)
+    s = SQLiteStore(shared.db)
+    s.create_run(rec("019ab000-0002-7000-8000-0000dddd5555", "explore-engine", status="running", outcome=None,
+                     ended_at=None, result_text=None, owner="temporal:wf-1", created_at=4.0))  # never orphaned
+    s.close()
+    shared.lock()
+    here(shared, capsys, "wait", "explore-ada")
+    waiting = Reader(shared, "wait", "explore-engine", "--timeout", "20")
+    time.sleep(0.6)
+    assert os.waitpid(waiting.pid, os.WNOHANG) == (0, 0), "wait ended before the run did"
+    if unprivileged() is None:
+        shared.unlock()  # (the reader is this same user: its check that it may not write the store is behind it)
+    s = SQLiteStore(shared.db)
+    try:
+        s.finish_run("019ab000-0002-7000-8000-0000dddd5555", {"status": "completed", "outcome": "ok",
+                                                              "ended_at": time.time()}, None)
+        s.flush()
+        ran = waiting.result()
+    finally:
+        s.close()
+    assert (ran.code, ran.out, ran.err) == (0, "explore-engine completed/ok\n", ""), ran
+    assert _own(shared.root / "store") == set()
+
+
+def _newer(db: Path) -> None:
+    seed(db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+
+
+def _foreign(db: Path) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.close()
+
+
+def _empty_sqlite(db: Path) -> None:  # a SQLite database with nothing in it (no schema version, no table)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+
+
+def _nothing(db: Path) -> None:
+    pass
+
+
+BAD: dict[str, tuple[Callable[[Path], object], str]] = {
+    "missing": (_nothing, "there is no run store yet at {db}"),
+    "empty file": (lambda db: db.write_bytes(b""), "the run store {db} is an empty file (0 bytes)"),
+    "empty database": (_empty_sqlite, "the run store {db} is an empty SQLite database"),
+    "garbage": (lambda db: db.write_bytes(b"hello, not a database\n" * 300),
+                "the run store {db} is corrupt or not a SQLite database"),
+    "newer schema": (_newer, f"the run store {{db}} has schema version {SCHEMA_VERSION + 1}, newer than the "
+                             f"{SCHEMA_VERSION} this subagents understands"),
+    "foreign": (_foreign, "the run store {db} is a SQLite database but not a subagents store"),
+}
+
+
+def test_a_file_that_is_no_store_is_refused_clearly_and_left_as_it_is(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A reading command on a path where there is no store to read — even one it could write — says what it found
+    and what to do, creates nothing and changes nothing: list says "No runs" for no store at all, the rest fail."""
+    for name, (make, said) in BAD.items():
+        where = tmp_path / name.replace(" ", "-")
+        where.mkdir()
+        db = where / "state.db"
+        make(db)
+        before = files(where)
+        message = said.format(db=db)
+        nothing = name in ("missing", "empty file", "empty database")
+        for args in (["list"], ["list", "--json"], ["show", "explore-ada"], ["tree", "1111"],
+                     ["tail", "explore-ada", "--no-follow"], ["wait", "explore-ada"],
+                     ["timeline", "1111", "--html", str(tmp_path / "t.html")]):
+            code = main(["runs", "--store", f"sqlite:///{db}", *args])
+            got = capsys.readouterr()
+            label = (name, args)
+            assert "Traceback" not in got.out + got.err, label
+            if args[0] == "list" and nothing:
+                assert code == 0, label
+                if "--json" in args:
+                    assert (got.out, got.err.startswith(f"No runs: {message}")) == ("[]\n", True), (label, got)
+                else:
+                    assert got.out.startswith(f"No runs: {message}"), (label, got)
+            elif "--json" in args:
+                assert code == 2, (label, got)
+                err = json.loads(got.out)
+                assert (err["kind"], err["exit_code"]) == ("error", 2)
+                assert err["message"].startswith(message), (label, err)
+            else:
+                assert code == 2, (label, got)
+                assert got.err.startswith(f"error: {message}"), (label, got)
+                assert got.err.count("\n") == 1, (label, got)
+            assert files(where) == before, label
+            assert not (tmp_path / "t.html").exists()
+
+
+def _old_store(db: Path, version: int) -> None:
+    """A store as subagents with schema ``version`` wrote it: a finished run with a transcript."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    for v in range(version):
+        for stmt in _statements(_MIGRATIONS[v]):
+            conn.execute(stmt)
+    conn.execute("INSERT INTO runs (run_id, agent_id, nickname, agent_type, task, status, outcome, created_at, "
+                 "system_prompt, result_text) VALUES ('019ab000-0000-7000-8000-0000eeee6666', 'x', 'explore-old', "
+                 "'explore', 't', 'completed', 'ok', 1.0, 'the old prompt', 'old says hi')")
+    conn.execute("INSERT INTO transcript VALUES ('019ab000-0000-7000-8000-0000eeee6666', 0, ?)",
+                 ('{"role":"user","content":[{"kind":"text","text":"hi"}]}',))
+    conn.close()
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
+def test_an_older_store_is_read_as_it_is_not_migrated(version: int, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "state.db"
+    _old_store(db, version)
+    before = files(tmp_path)
+    url = f"sqlite:///{db}"
+    assert main(["runs", "--store", url, "list", "--json"]) == 0
+    (got,) = json.loads(capsys.readouterr().out)
+    assert (got["nickname"], got["status"], got["system_prompt"], got["owner"]) == (
+        "explore-old", "completed", "the old prompt", "")
+    assert main(["runs", "--store", url, "show", "eeee6666"]) == 0
+    assert "old says hi" in capsys.readouterr().out
+    assert main(["runs", "--store", url, "tail", "explore-old"]) == 0
+    assert capsys.readouterr().out == "user: hi\n-- status: completed / ok\n"
+    assert main(["runs", "--store", url, "tree", "explore-old"]) == 0
+    assert "total: 1 agent" in capsys.readouterr().out
+    assert files(tmp_path) == before
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == version
+    conn.close()
