@@ -11,9 +11,10 @@ Three sources, each parsed into :class:`McpServerConfig` with errors that name t
       # or: url = "http://127.0.0.1:8000/mcp"   (streamable HTTP)
       # options: sandbox = true, network = false, writable = true, timeout_s = 120, startup_timeout_s = 30
 
-- the project's ``.mcp.json`` (Claude Code's format)::
+- the project's ``.mcp.json`` (Claude Code's format, with its ``${VAR}`` and ``${VAR:-default}`` expansion of
+  environment variables in ``command``, ``args``, ``env``, ``url`` and ``headers``)::
 
-      {"mcpServers": {"github": {"command": "...", "args": [...], "env": {...}},
+      {"mcpServers": {"github": {"command": "...", "args": [...], "env": {"TOKEN": "${GITHUB_TOKEN}"}},
                       "docs": {"type": "http", "url": "https://..."}}}
 
 - an agent definition's ``mcp_servers:`` (Claude Code's ``mcpServers:``) front matter: a list of server
@@ -28,18 +29,21 @@ Three sources, each parsed into :class:`McpServerConfig` with errors that name t
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError, DefinitionError
 
-__all__ = ["McpServerConfig", "definition_servers", "load_mcp_json", "parse_mcp_section", "parse_server",
-           "parse_servers", "project_servers"]
+__all__ = ["McpServerConfig", "definition_servers", "expand_vars", "load_mcp_json", "parse_mcp_section",
+           "parse_server", "parse_servers", "project_servers", "same_server"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+MAX_NAME = 40  # "mcp__<server>__<tool>" must stay within the model APIs' 64 characters
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _KEYS = ("type", "command", "args", "env", "url", "headers", "cwd", "sandbox", "network", "writable",
          "timeout_s", "startup_timeout_s")
 
@@ -65,11 +69,18 @@ class McpServerConfig:
     timeout_s: float = 120.0
     startup_timeout_s: float = 30.0
     source: str = ""
+    unset: tuple[str, ...] = ()
+    """Environment variables its ``${VAR}`` references name that are not set (``.mcp.json``): it cannot start."""
 
     @property
     def transport(self) -> str:
         """``"stdio"`` (a command) or ``"http"`` (a URL)."""
         return "http" if self.url is not None else "stdio"
+
+
+def same_server(a: McpServerConfig, b: McpServerConfig) -> bool:
+    """Whether two configurations (from different files, say) describe the same server."""
+    return replace(a, source="") == replace(b, source="")
 
 
 def _strings(value: Any, what: str, where: str) -> tuple[str, ...]:
@@ -117,6 +128,9 @@ def parse_server(name: str, raw: Any, *, source: str) -> McpServerConfig:
     if not _NAME.fullmatch(name) or "__" in name:
         raise ConfigError(f"{where}: the name must be letters, digits, '-' or '_' (no '__': tools are named "
                           "mcp__<server>__<tool>)")
+    if len(name) > MAX_NAME:
+        raise ConfigError(f"{where}: the name is {len(name)} characters long; use at most {MAX_NAME} (its tools are "
+                          "named mcp__<server>__<tool>, and model APIs refuse tool names over 64 characters)")
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a table with a command (stdio) or a url (HTTP), got {raw!r}")
     unknown = [k for k in raw if k not in _KEYS]
@@ -143,11 +157,57 @@ def parse_server(name: str, raw: Any, *, source: str) -> McpServerConfig:
         headers=_table(raw["headers"], "headers", where) if "headers" in raw else {}, **opts)
 
 
-def parse_servers(table: Any, *, source: str) -> dict[str, McpServerConfig]:
-    """``{name: config}`` from a ``[mcp.servers]`` table or an ``mcpServers`` object."""
+def parse_servers(table: Any, *, source: str, expand: bool = False) -> dict[str, McpServerConfig]:
+    """``{name: config}`` from a ``[mcp.servers]`` table or an ``mcpServers`` object (``expand``: with
+    ``.mcp.json``'s ``${VAR}`` expansion, :func:`expand_vars`)."""
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: the MCP servers must be a table of named servers, got {table!r}")
-    return {str(n): parse_server(str(n), raw, source=source) for n, raw in table.items()}
+    out = {}
+    for n, raw in table.items():
+        raw, unset = expand_vars(raw) if expand else (raw, ())
+        try:
+            cfg = parse_server(str(n), raw, source=source)
+        except ConfigError as e:
+            if not unset:
+                raise
+            raise ConfigError(f"{e} (the environment variable {', '.join(unset)} it names as ${{...}} is not "
+                              "set)") from None
+        out[str(n)] = replace(cfg, unset=unset) if unset else cfg
+    return out
+
+
+def expand_vars(raw: Any, env: Mapping[str, str] | None = None) -> tuple[Any, tuple[str, ...]]:
+    """``raw`` with ``${VAR}`` / ``${VAR:-default}`` replaced in ``command``, ``args``, ``env``, ``url`` and
+    ``headers`` (Claude Code's expansion in ``.mcp.json``), and the names of the variables that are unset.
+
+    >>> expand_vars({"command": "srv", "env": {"T": "${TOK}", "U": "${NO_SUCH:-x}"}}, {"TOK": "abc"})
+    ({'command': 'srv', 'env': {'T': 'abc', 'U': 'x'}}, ())
+    >>> expand_vars({"url": "http://h/${NO_SUCH}"}, {})[1]
+    ('NO_SUCH',)
+    """
+    env = os.environ if env is None else env
+    if not isinstance(raw, dict):
+        return raw, ()
+    unset: list[str] = []
+
+    def sub(value: Any) -> Any:
+        if isinstance(value, str):
+            return _VAR.sub(lambda m: one(m.group(1), m.group(2)), value)
+        if isinstance(value, list):
+            return [sub(v) for v in value]
+        if isinstance(value, dict):
+            return {k: sub(v) for k, v in value.items()}
+        return value
+
+    def one(name: str, default: str | None) -> str:
+        if name in env:
+            return env[name]
+        if default is None and name not in unset:
+            unset.append(name)
+        return default or ""
+
+    out = {k: sub(v) if k in ("command", "args", "env", "url", "headers") else v for k, v in raw.items()}
+    return out, tuple(unset)
 
 
 def parse_mcp_section(data: Any, source: str) -> dict[str, McpServerConfig]:
@@ -170,7 +230,7 @@ def load_mcp_json(path: Path) -> dict[str, McpServerConfig]:
         raise ConfigError(f"{path}: cannot be read as JSON ({e}); fix it or remove it") from None
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
         raise ConfigError(f'{path}: expected {{"mcpServers": {{"name": {{"command": ...}}}}}} (Claude Code\'s format)')
-    return parse_servers(data.get("mcpServers", {}), source=str(path))
+    return parse_servers(data.get("mcpServers", {}), source=str(path), expand=True)
 
 
 def project_servers(workdir: Path, toml_files: Sequence[Path] = (), *,

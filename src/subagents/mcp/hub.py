@@ -13,27 +13,30 @@ agent's registry extended with its MCP tools.  Which servers an agent may use:
 
 ``disallowed_tools`` removes tools (``mcp__github__delete_repo``, or a whole server ``mcp__github``).
 A server starts when the first agent that may use it starts, is shared by all of them, and stops with
-:meth:`McpTools.aclose`.  A server that cannot start is left out of the agent's tools, with a warning
-logged (``subagents.mcp``) that says why.
+:meth:`McpTools.aclose`.  A server that cannot start is left out of the agents' tools, with a warning
+logged (``subagents.mcp``, once) that says why.  A tool the model could not be offered is left out with a
+warning too (an invalid input schema, no name); a name too long for the model APIs, or taken by another
+tool of the server, is shortened (:func:`~subagents.mcp.tools.tool_names`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, UserError
 from ..sandbox.policy import SandboxPolicy
 from ..sandbox.workspace import Workspace
 from ..tools.base import Tool, ToolRegistry
 from ..tools.schema import check_schema
 from .client import McpConnection, McpStartError
-from .config import McpServerConfig, definition_servers, project_servers
+from .config import McpServerConfig, definition_servers, project_servers, same_server
 from .launch import Launcher
-from .tools import McpTool
+from .tools import McpTool, tool_names
 
 __all__ = ["McpTools"]
 
@@ -62,6 +65,7 @@ class McpTools:
         self.launcher = Launcher(workspace, policy or workspace.policy)
         self._connections: dict[str, McpConnection] = {}
         self._tools: dict[str, list[Tool]] = {}
+        self._warned: set[str] = set()  # the servers whose failure to start was logged
 
     @classmethod
     def for_project(cls, workdir: Path, workspace: Workspace, policy: SandboxPolicy | None = None, *,
@@ -81,7 +85,7 @@ class McpTools:
         """The shared connection to ``cfg`` (made, not started, on first request)."""
         conn = self._connections.get(cfg.name)
         if conn is not None:
-            if conn.cfg != cfg:
+            if not same_server(conn.cfg, cfg):
                 raise ConfigError(f"two different MCP servers are named {cfg.name!r} ({conn.cfg.source} and "
                                   f"{cfg.source}); rename one of them")
             return conn
@@ -96,15 +100,19 @@ class McpTools:
         if cached is None:  # listed once; a server that died later keeps its tools (their calls say why)
             listed = await conn.start()
             cached = []
-            for spec in listed:
-                t = McpTool(conn, spec)
+            for spec, name in zip(listed, tool_names(cfg.name, (s.name for s in listed)), strict=True):
+                if name is None:
+                    log.warning("a tool of the MCP server %r is left out: it has no name", cfg.name)
+                    continue
+                t = McpTool(conn, spec, name)
                 try:
                     check_schema(t.parameters, tool=t.name)
-                except (ConfigError, ValueError) as e:
+                except (UserError, ValueError) as e:
                     log.warning("MCP tool %s left out: its input schema is invalid (%s)", t.name, e)
                     continue
                 cached.append(t)
             self._tools[cfg.name] = cached
+            self._warned.discard(cfg.name)  # (it started: a later failure is news again)
         return cached
 
     def _wanted(self, tools: Sequence[str] | None, parent: ToolRegistry | None,
@@ -153,7 +161,9 @@ class McpTools:
             try:
                 offered = await self.tools_of(cfg)
             except McpStartError as e:
-                log.warning("%s; its tools are left out of agent type %r", e, registry.agent_type)
+                if cfg.name not in self._warned:
+                    self._warned.add(cfg.name)
+                    log.warning("%s; its tools are left out of the agents", e)
                 continue
             mine = any(c is cfg for c in own)
             cut = tools is not None and any(p.startswith(f"mcp__{cfg.name}__") for p in listed)
@@ -168,9 +178,15 @@ class McpTools:
         return registry.extended(picked) if picked else registry
 
     async def aclose(self) -> None:
-        """Stop every server that was started (idempotent; a later :meth:`grant` starts them again)."""
-        for conn in list(self._connections.values()):
-            await conn.aclose()
+        """Stop every server that was started, all at once (idempotent; a later :meth:`grant` starts them again)."""
+        conns = list(self._connections.values())
         self._connections.clear()
         self._tools.clear()
-        self.launcher.cleanup()
+        self._warned.clear()
+        try:
+            done = await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
+            for conn, err in zip(conns, done, strict=True):
+                if isinstance(err, Exception):
+                    log.warning("MCP server %r did not stop cleanly: %s", conn.cfg.name, err)
+        finally:
+            self.launcher.cleanup()

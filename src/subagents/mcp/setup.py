@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import ConfigError
 from ..sandbox.policy import SandboxPolicy
 from ..sandbox.workspace import Workspace
-from .config import McpServerConfig, definition_servers, project_servers
+from .config import McpServerConfig, definition_servers, project_servers, same_server
 
 if TYPE_CHECKING:
     from .hub import McpTools
@@ -29,12 +29,15 @@ def open_mcp(workdir: Path, workspace: Workspace, policy: SandboxPolicy | None =
     Servers come from ``.mcp.json`` and ``settings_servers`` (the settings' ``[mcp.servers]``; without
     them ``config_files`` are read); ``definitions``: ``(extra, source)`` of each agent definition, whose
     ``mcp_servers:`` are checked here (a bad entry is a :class:`~subagents.exceptions.DefinitionError`).
-    Nothing is started: servers start with the first agent that may use them.
+    Nothing is started: servers start with the first agent that may use them.  Two different servers of one
+    name (a definition's inline server and a configured one, or two definitions') are a
+    :class:`~subagents.exceptions.ConfigError` naming both files: their tools would have the same names.
     """
     servers = project_servers(workdir, list(config_files), settings_servers=settings_servers)
     inline = [item for extra, source in definitions for item in definition_servers(extra, source=source)]
     if not servers and not inline:
         return None
+    _check_names(servers, [c for c in inline if isinstance(c, McpServerConfig)])
     try:
         from .hub import McpTools
     except ImportError as e:
@@ -43,3 +46,13 @@ def open_mcp(workdir: Path, workspace: Workspace, policy: SandboxPolicy | None =
         raise ConfigError(f"MCP servers are configured ({where}) but the mcp SDK cannot be imported ({e}); "
                           "install it with: pip install 'subagents[mcp]'") from None
     return McpTools(servers, workspace=workspace, policy=policy)
+
+
+def _check_names(servers: Mapping[str, McpServerConfig], inline: list[McpServerConfig]) -> None:
+    seen = dict(servers)
+    for cfg in inline:
+        other = seen.setdefault(cfg.name, cfg)
+        if not same_server(other, cfg):
+            raise ConfigError(f"two different MCP servers are named {cfg.name!r} ({other.source} and {cfg.source}); "
+                              "rename one of them, or name the configured server in mcp_servers: instead of "
+                              "configuring it again")

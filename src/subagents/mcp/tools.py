@@ -8,8 +8,10 @@ it never runs in parallel with other calls and plan mode asks before it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import mcp_types
@@ -18,14 +20,46 @@ from ..exceptions import ToolError
 from ..tools.base import ToolCategory, ToolContext
 from .client import McpConnection
 
-__all__ = ["McpTool", "render_result", "tool_name"]
+__all__ = ["MAX_TOOL_NAME", "McpTool", "render_result", "tool_name", "tool_names"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+MAX_TOOL_NAME = 64  # the model APIs' limit (OpenAI, Anthropic): a longer name fails every request that offers it
 
 
 def tool_name(server: str, tool: str) -> str:
     """Claude Code's name of an MCP tool: ``mcp__<server>__<tool>`` (characters outside ``[A-Za-z0-9_-]`` -> ``_``)."""
     return f"mcp__{server}__{_UNSAFE.sub('_', tool)}"
+
+
+def tool_names(server: str, tools: Iterable[str]) -> list[str | None]:
+    """The model's name of each of a server's tools, unique and at most :data:`MAX_TOOL_NAME` characters.
+
+    A tool keeps :func:`tool_name` unless that name is too long or another tool of the server has it (``a.b``
+    and ``a_b``; the tool whose own name needs no change keeps it): then the name is cut and ends with ``_``
+    and 8 hex digits of a hash of the tool's own name, the same from one run to the next.  ``None``: a tool
+    without a name, which cannot be offered.
+
+    >>> tool_names("s", ["a.b", "a_b", ""])
+    ['mcp__s__a_b_2e7336dc', 'mcp__s__a_b', None]
+    >>> [len(n or "") for n in tool_names("s", ["x" * 70])]
+    [64]
+    """
+    tools = list(tools)
+    out: list[str | None] = [None] * len(tools)
+    taken: set[str] = set()
+    clean_first = sorted(range(len(tools)), key=lambda i: _UNSAFE.search(tools[i]) is not None)
+    for i in clean_first:
+        if not tools[i].strip():
+            continue
+        name = tool_name(server, tools[i])
+        if len(name) > MAX_TOOL_NAME or name in taken:
+            digest = hashlib.sha256(tools[i].encode("utf-8", "surrogatepass")).hexdigest()
+            name = next((c for n in (8, 12, 16) if (c := f"{name[:MAX_TOOL_NAME - n - 1]}_{digest[:n]}") not in taken),
+                        "")
+        if name:
+            out[i] = name
+            taken.add(name)
+    return out
 
 
 def _schema(raw: dict[str, Any] | None) -> dict[str, Any]:
@@ -62,12 +96,13 @@ class McpTool:
 
     __slots__ = ("category", "connection", "description", "name", "parameters", "remote_name")
 
-    def __init__(self, connection: McpConnection, spec: mcp_types.Tool) -> None:
+    def __init__(self, connection: McpConnection, spec: mcp_types.Tool, name: str | None = None) -> None:
         self.connection = connection
         self.remote_name = spec.name
-        self.name = tool_name(connection.cfg.name, spec.name)
+        self.name = name or tool_name(connection.cfg.name, spec.name)
+        renamed = f", where it is named {spec.name!r}" if self.name != tool_name(connection.cfg.name, spec.name) else ""
         self.description = (spec.description or spec.title or spec.name) + (
-            f" (from the MCP server {connection.cfg.name!r})")
+            f" (from the MCP server {connection.cfg.name!r}{renamed})")
         self.parameters = _schema(spec.input_schema)
         self.category = ToolCategory.EXECUTE
 

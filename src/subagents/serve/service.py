@@ -9,6 +9,7 @@ argument, an unknown id or a refused operation is an MCP tool error whose text s
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, ParamSpec
@@ -81,7 +82,8 @@ class AgentService:
             return node.id
         rec = self._record(ref) if ref else None
         if rec is None:
-            raise ToolError(f"no agent with id or nickname {ref!r}; call list_agents to see the agents "
+            shown = ref if len(ref) <= 100 else ref[:100] + "..."
+            raise ToolError(f"no agent with id or nickname {shown!r}; call list_agents to see the agents "
                             "(list_agents(all_runs=true) also shows earlier sessions' runs)")
         return rec.run_id
 
@@ -186,9 +188,8 @@ class AgentService:
         if not ids:
             return _reply("you have started no agents to wait for; start one with spawn_agent",
                           WaitOut(results=[], running=[], timed_out=False))
-        here = [i for i in ids if self.rt.manager.find(i) is not None]
-        if return_when == "any" and here and len(here) == len(ids):
-            results = (await self.rt.manager.wait(here, timeout_s, any_=True))[0]
+        if return_when == "any":
+            results = await self._wait_any(ids, timeout_s)
         else:
             results = await self.rt.wait(ids, timeout_s)
         finished = [results[i] for i in ids if i in results]
@@ -203,6 +204,31 @@ class AgentService:
         text = "\n\n".join([f"[wait: {head}; timed_out={str(timed_out).lower()}]",
                             *(compressed_result(r, cap) for r in finished)])
         return _reply(text, WaitOut(results=[result_out(r) for r in finished], running=running, timed_out=timed_out))
+
+    async def _wait_any(self, ids: list[str], timeout_s: float | None) -> dict[str, RunResult]:
+        """The agents of ``ids`` that have finished, once one has (or ``timeout_s`` passed): those of this
+        server, and those of the store (an earlier session, another process) raced against them."""
+        done = {i: r for i in ids if (r := self.rt.result(i)) is not None}
+        if done:
+            return done
+        here = [i for i in ids if self.rt.manager.find(i) is not None]
+        waits: list[Awaitable[dict[str, RunResult]]] = [self.rt.wait([i], timeout_s) for i in ids if i not in here]
+        if here:
+            waits.append(self._wait_here(here, timeout_s))
+        pending = {asyncio.ensure_future(w) for w in waits}
+        try:
+            while pending and not done:
+                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    done.update(task.result())
+        finally:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        return done
+
+    async def _wait_here(self, ids: list[str], timeout_s: float | None) -> dict[str, RunResult]:
+        return (await self.rt.manager.wait(ids, timeout_s, any_=True))[0]
 
     def _label(self, aid: str) -> str:
         node = self.rt.manager.find(aid)
