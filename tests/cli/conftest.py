@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from .readonly_harness import Shared, shared_dir
 
 ENV_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SUBAGENTS_MODEL", "SUBAGENTS_MAX_THREADS",
             "SUBAGENTS_MAX_DEPTH", "SUBAGENTS_STORE", "NO_COLOR")
@@ -19,3 +22,10 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     project.mkdir()
     monkeypatch.chdir(project)
     return project
+
+
+@pytest.fixture
+def shared() -> Iterator[Shared]:
+    """A directory every user may read, holding the store a command runs on as another user (readonly_harness)."""
+    with shared_dir() as sh:
+        yield sh

@@ -2,186 +2,27 @@
 user's, a read-only mount), never create, migrate or change one, and refuse a file that is no store with a sentence.
 
 "Cannot write" is real here: as root (the CI) the reader is a forked child that drops to the user ``nobody`` (root
-ignores file modes); as anyone else the store file is mode 0444 in a 0555 directory.  The child is forked rather than
-started from an executable because the interpreter may live where ``nobody`` may not go (``/root/.pyenv``): what the
+ignores file modes); as anyone else the store file is mode 0444 in a 0555 directory (``readonly_harness.py``).  What the
 commands import lazily is imported first, by running them once as the test's own user.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
-import pwd
-import shutil
 import sqlite3
-import stat
-import sys
-import tempfile
 import time
-import traceback
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import pytest
 
-import subagents.cli.runs
-import subagents.cli.timeline
-import subagents.runtime.recovery
 from subagents.cli.main import main
 from subagents.messages import Message
-from subagents.store._schema import _MIGRATIONS, SCHEMA_VERSION, _statements
+from subagents.store._schema import SCHEMA_VERSION
 from subagents.store.sqlite import SQLiteStore
 
+from .readonly_harness import BAD, Reader, Shared, as_reader, files, here, not_own, old_store, unprivileged
 from .test_runs import KID2, ROOT, rec, seed
-
-LAZY = (subagents.cli.runs, subagents.cli.timeline, subagents.runtime.recovery)  # imported before a child drops rights
-
-
-@dataclass
-class Ran:
-    code: int
-    out: str
-    err: str
-
-
-@dataclass
-class Shared:
-    """A temporary directory every user may read: the store (``store/state.db``), a project, a config home and a
-    directory every user may write (``out``, for ``timeline --html``)."""
-
-    root: Path
-
-    @property
-    def db(self) -> Path:
-        return self.root / "store" / "state.db"
-
-    @property
-    def url(self) -> str:
-        return f"sqlite:///{self.db}"
-
-    def lock(self) -> None:
-        """The store as a reader finds it: a file it may read but not write, in a directory it may not write."""
-        for p in self.db.parent.iterdir():
-            p.chmod(0o444)
-        self.db.parent.chmod(0o555)
-
-    def unlock(self) -> None:
-        """Writable again by the test's own user (who is then not the reader: root's reader is 'nobody')."""
-        self.db.parent.chmod(0o755)
-        for p in self.db.parent.iterdir():
-            p.chmod(0o644)
-
-
-@pytest.fixture
-def shared() -> Iterator[Shared]:
-    d = Path(tempfile.mkdtemp(prefix="subagents-ro-"))
-    d.chmod(0o755)
-    for sub in ("store", "project", "xdg"):
-        (d / sub).mkdir(mode=0o755)
-    (d / "out").mkdir()
-    (d / "out").chmod(0o777)
-    try:
-        yield Shared(d)
-    finally:
-        for p in [d, *d.rglob("*")]:
-            if p.is_dir() and not p.is_symlink():
-                p.chmod(0o755)
-        shutil.rmtree(d)
-
-
-def unprivileged() -> tuple[int, int] | None:
-    """The (uid, gid) a reader drops to when the tests run as root; ``None`` otherwise (file modes suffice)."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        pw = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.fail("the tests run as root but there is no user 'nobody' to read the store as; create one")
-    assert pw.pw_uid != 0
-    return pw.pw_uid, pw.pw_gid
-
-
-class Reader:
-    """``subagents runs ...`` in a forked child, as a user who may read the store but not write it."""
-
-    def __init__(self, sh: Shared, *args: str) -> None:
-        self.sh = sh
-        self.files: list[IO[bytes]] = [tempfile.TemporaryFile() for _ in "oe"]  # noqa: SIM115 (kept until result())
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: never returns
-            self._child(args)
-
-    def _child(self, args: tuple[str, ...]) -> None:
-        code = 99
-        try:
-            os.dup2(self.files[0].fileno(), 1)
-            os.dup2(self.files[1].fileno(), 2)
-            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-            ids = unprivileged()
-            if ids is not None:
-                os.setgroups([])
-                os.setgid(ids[1])
-                os.setuid(ids[0])
-            os.chdir(self.sh.root / "project")
-            os.environ.update(XDG_CONFIG_HOME=str(self.sh.root / "xdg"), HOME=str(self.sh.root / "project"))
-            if os.access(self.sh.db.parent, os.W_OK) or os.access(self.sh.db, os.W_OK):
-                print("TEST SETUP: the reader may write the store", file=sys.stderr)
-                code = 98
-            else:
-                code = main(["runs", "--store", self.sh.url, *args])
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            with contextlib.suppress(BaseException):
-                sys.stdout.flush()
-                sys.stderr.flush()
-            os._exit(code)
-
-    def result(self, timeout: float = 30.0) -> Ran:
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.kill(self.pid, 9)
-                os.waitpid(self.pid, 0)
-                pytest.fail(f"the reader did not finish within {timeout} s")
-            time.sleep(0.02)
-        texts = []
-        for f in self.files:
-            f.seek(0)
-            texts.append(f.read().decode())
-            f.close()
-        return Ran(os.waitstatus_to_exitcode(status), *texts)
-
-
-def as_reader(sh: Shared, *args: str) -> Ran:
-    return Reader(sh, *args).result()
-
-
-def here(sh: Shared, capsys: pytest.CaptureFixture[str], *args: str) -> Ran:
-    """The same command in this process, as the test's own user."""
-    capsys.readouterr()
-    code = main(["runs", "--store", sh.url, *args])
-    got = capsys.readouterr()
-    return Ran(code, got.out, got.err)
-
-
-def files(d: Path) -> dict[str, tuple[str, int, int, int]]:
-    """Every file under ``d``: (sha256, size, mtime in ns, owner)."""
-    out = {}
-    for p in sorted(d.rglob("*")):
-        st = p.lstat()
-        digest = hashlib.sha256(p.read_bytes()).hexdigest() if stat.S_ISREG(st.st_mode) else "dir"
-        out[str(p.relative_to(d))] = (digest, st.st_size, st.st_mtime_ns, st.st_uid)
-    return out
-
 
 READS: list[tuple[list[str], int, str]] = [
     (["list"], 0, "general-purpose-ada"),
@@ -249,11 +90,6 @@ def test_the_help_says_reading_commands_work_on_a_read_only_store(capsys: pytest
     assert "Only reads the store" in " ".join(capsys.readouterr().out.split())
 
 
-def _own(d: Path) -> set[str]:
-    """Files under ``d`` that are not the test's own (a reader that created one)."""
-    return {str(p) for p in d.rglob("*") if p.lstat().st_uid != os.geteuid()}
-
-
 def test_reading_a_store_another_process_is_writing(shared: Shared, capsys: pytest.CaptureFixture[str]) -> None:
     """A live runtime's store (its -wal and -shm are there, the reader may write none of them): a reader sees what is
     committed, is not blocked by a write transaction in progress and does not see it — whether or not it may write
@@ -299,7 +135,7 @@ def test_reading_a_store_another_process_is_writing(shared: Shared, capsys: pyte
         assert ran.out == "user: go\nassistant: done\n-- status: completed / ok\n", ran
     finally:
         live.close()
-    assert _own(shared.root / "store") == set()
+    assert not_own(shared.root / "store") == set()
 
 
 def test_a_reader_of_a_closed_store_sees_a_writer_that_opens_it_later(shared: Shared,
@@ -327,42 +163,7 @@ def test_a_reader_of_a_closed_store_sees_a_writer_that_opens_it_later(shared: Sh
     finally:
         s.close()
     assert (ran.code, ran.out, ran.err) == (0, "explore-engine completed/ok\n", ""), ran
-    assert _own(shared.root / "store") == set()
-
-
-def _newer(db: Path) -> None:
-    seed(db)
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    conn.close()
-
-
-def _foreign(db: Path) -> None:
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
-    conn.close()
-
-
-def _empty_sqlite(db: Path) -> None:  # a SQLite database with nothing in it (no schema version, no table)
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.close()
-
-
-def _nothing(db: Path) -> None:
-    pass
-
-
-BAD: dict[str, tuple[Callable[[Path], object], str]] = {
-    "missing": (_nothing, "there is no run store yet at {db}"),
-    "empty file": (lambda db: db.write_bytes(b""), "the run store {db} is an empty file (0 bytes)"),
-    "empty database": (_empty_sqlite, "the run store {db} is an empty SQLite database"),
-    "garbage": (lambda db: db.write_bytes(b"hello, not a database\n" * 300),
-                "the run store {db} is corrupt or not a SQLite database"),
-    "newer schema": (_newer, f"the run store {{db}} has schema version {SCHEMA_VERSION + 1}, newer than the "
-                             f"{SCHEMA_VERSION} this subagents understands"),
-    "foreign": (_foreign, "the run store {db} is a SQLite database but not a subagents store"),
-}
+    assert not_own(shared.root / "store") == set()
 
 
 def test_a_file_that_is_no_store_is_refused_clearly_and_left_as_it_is(tmp_path: Path,
@@ -403,26 +204,11 @@ def test_a_file_that_is_no_store_is_refused_clearly_and_left_as_it_is(tmp_path: 
             assert not (tmp_path / "t.html").exists()
 
 
-def _old_store(db: Path, version: int) -> None:
-    """A store as subagents with schema ``version`` wrote it: a finished run with a transcript."""
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    for v in range(version):
-        for stmt in _statements(_MIGRATIONS[v]):
-            conn.execute(stmt)
-    conn.execute("INSERT INTO runs (run_id, agent_id, nickname, agent_type, task, status, outcome, created_at, "
-                 "system_prompt, result_text) VALUES ('019ab000-0000-7000-8000-0000eeee6666', 'x', 'explore-old', "
-                 "'explore', 't', 'completed', 'ok', 1.0, 'the old prompt', 'old says hi')")
-    conn.execute("INSERT INTO transcript VALUES ('019ab000-0000-7000-8000-0000eeee6666', 0, ?)",
-                 ('{"role":"user","content":[{"kind":"text","text":"hi"}]}',))
-    conn.close()
-
-
 @pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
 def test_an_older_store_is_read_as_it_is_not_migrated(version: int, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "state.db"
-    _old_store(db, version)
+    old_store(db, version)
     before = files(tmp_path)
     url = f"sqlite:///{db}"
     assert main(["runs", "--store", url, "list", "--json"]) == 0

@@ -98,6 +98,23 @@ def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
                             "point [store] url at another file")
 
 
+def test_a_refused_file_is_left_as_it_is(tmp_path: Path) -> None:
+    """A newer store and a foreign database in SQLite's rollback-journal mode: refused before the store would switch
+    them to WAL mode (which rewrites the file's header and leaves -wal and -shm files)."""
+    for name, sql in (("newer", "PRAGMA user_version = 99"), ("foreign", "CREATE TABLE t (x)")):
+        p = tmp_path / name / "state.db"
+        p.parent.mkdir()
+        conn = sqlite3.connect(p)
+        conn.execute(sql)
+        conn.commit()
+        conn.close()
+        before = p.read_bytes()
+        with pytest.raises(StoreError):
+            SQLiteStore(p)
+        assert p.read_bytes() == before, name
+        assert sorted(x.name for x in p.parent.iterdir()) == ["state.db"], name
+
+
 def test_migrates_a_version_1_store_forward_keeping_its_data(tmp_path: Path) -> None:
     p = tmp_path / "state.db"
     conn = sqlite3.connect(p, isolation_level=None)

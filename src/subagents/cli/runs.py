@@ -5,7 +5,8 @@ IDs may be given whole, as a unique prefix or suffix (4+ characters; listings sh
 ``--cwd`` and ``--store`` go before or after the command (``runs --cwd X list`` = ``runs list --cwd X``).
 The commands that only read (``list``, ``show``, ``tree``, ``tail``, ``wait``, ``timeline``, ``approvals``,
 ``approve``) open the store read-only (:mod:`.runs_store`): they read a store the user may not write and never create,
-migrate or change one; with none yet, they say so.
+migrate or change one; with none yet, they say so.  ``cancel``, ``resume`` and ``sweep`` write to it, but make no
+store where there is none and refuse a file they cannot use with a sentence, leaving it as it is.
 Runs owned by another live process are steered through the store: ``cancel`` and ``resume`` leave a
 request that the owner's sweeper carries out within a few seconds.  Runs whose process is gone are
 changed directly (``cancel``) or taken over by this process (``resume``, which needs a model).
@@ -34,7 +35,7 @@ __all__ = ["NoStore", "audit_line", "resolve_run", "runs"]
 
 POLL_S = 0.2  # tail/wait read another process's store: they can only poll it
 
-_open = open_for_writing  # the writing commands' open (and `subagents team`'s)
+_open = open_for_writing  # the writing commands' open
 
 
 def resolve_run(store: Store, ref: str) -> RunRecord:
@@ -76,7 +77,8 @@ def runs() -> None:
 
     The commands that only read (list, show, tree, timeline, tail, wait, approvals, approve) open the store read-only:
     they read a store you may not write (another user's, a read-only mount), never create, migrate or change it, and
-    take no lock a running runtime would wait for.  cancel, resume and sweep write to it.
+    take no lock a running runtime would wait for.  cancel, resume and sweep write to it (they make no store where
+    there is none, and leave a file they cannot use as it is).
     """
 
 

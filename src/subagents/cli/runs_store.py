@@ -1,11 +1,20 @@
-"""How the ``runs`` commands open the project's store: read-only for the commands that only read, for writing for
-``cancel``, ``resume`` and ``sweep``.
+"""How the ``runs`` and ``team`` commands open the project's store: read-only for the commands that only read
+(``runs list/show/tree/timeline/tail/wait/approvals/approve``, ``team list/show``), for writing for ``runs cancel``,
+``resume`` and ``sweep``.
 
-A command that only reads a SQLite store opens it with :class:`~subagents.store._readonly.SQLiteReader`: no write lock,
-no writer process, no migration and no file created or changed, so it reads a store the user may not write (another
-user's, a read-only mount) and waits for no runtime that is writing it.  With no store at the path (no file, an empty
-one) it raises :class:`NoStore`, which ``list`` turns into "No runs"; anything else it cannot read as a store is a
-:class:`~subagents.exceptions.StoreError` that says what to do.  Other stores (PostgreSQL, ``memory://``) open as usual.
+A command that only reads a SQLite store opens it with :class:`~subagents.store._readonly.SQLiteReader` (its teams
+too: :func:`subagents.teams.open_team_store` of that reader reads them on its connection): no write lock, no writer
+process, no migration and no file created or changed, so it reads a store the user may not write (another user's, a
+read-only mount) and waits for no runtime that is writing it.  With no store at the path (no file, an empty one) it
+raises :class:`NoStore`, which ``list`` turns into "No runs" (``team list``: "No teams"); anything else it cannot read
+as a store is a :class:`~subagents.exceptions.StoreError` that says what to do.
+
+A command that writes first opens a SQLite file the same way, only to look at it, then closes it and opens the store
+as a runtime does: so it makes no store where there is none (:class:`NoStore` again: ``sweep`` has nothing to sweep,
+``cancel`` and ``resume`` no run to find), and a file it cannot use — one the user may not read or reach, no SQLite
+database, no subagents store, a newer schema — is refused with the reading commands' sentence, left as it is.  A store
+the user may read but not write then fails to open for writing, with the store's own sentence.  Other stores
+(PostgreSQL, ``memory://``) open as usual.
 """
 
 from __future__ import annotations
@@ -57,15 +66,30 @@ def _sqlite_path(url: str, cwd: Path) -> Path | None:
 
 @contextmanager
 def open_for_writing(ctx: click.Context) -> Iterator[Store]:
-    """The project's store as a runtime opens it (migrated, its writer started on the first write)."""
+    """The project's store as a runtime opens it (migrated, its writer started on the first write), once a look at
+    it read-only found a store there that it can use (see the module docstring)."""
     from ..store import open_store
 
-    url, cwd, _ = _where(ctx)
+    url, cwd, path = _where(ctx)
+    if path is not None:
+        _check(path)
     store = open_store(url, cwd)
     try:
         yield store
     finally:
         store.close()
+
+
+def _check(path: Path) -> None:
+    """Refuse what a command that writes should not open for writing (see the module docstring)."""
+    from ..store._readonly import NeedsWriter, NoStoreFile, SQLiteReader
+
+    try:
+        SQLiteReader(path).close()
+    except NoStoreFile as e:
+        raise NoStore(f"{e}; {_ELSEWHERE}") from None
+    except NeedsWriter:
+        pass  # (a -wal only a writer can recover: opening it for writing does)
 
 
 @contextmanager

@@ -1,9 +1,11 @@
 """``subagents team``: look at the teams recorded in a project's store (issue 14).
 
 ``team list`` shows every team (lead, members by status, tasks done); ``team show NAME`` shows one team's
-members, its task board (columns pending / in progress / completed) and its recent messages.  Both read the
-store only: they never start a runtime and never create a store (with none yet, they say so, as
-``subagents runs`` does).  ``--json`` prints one JSON document; ``--cwd`` and ``--store`` go before or
+members, its task board (columns pending / in progress / completed) and its recent messages.  Both only read:
+they open the store read-only, as the reading ``runs`` commands do (:mod:`.runs_store`; the teams through the
+run reader, :mod:`subagents.teams.sqlite_reader`), so they read a store the user may not write, take no lock a
+runtime would wait for, never start a runtime and never create, migrate or change a store (with none yet, they
+say so, as ``subagents runs`` does).  ``--json`` prints one JSON document; ``--cwd`` and ``--store`` go before or
 after the command.
 """
 
@@ -25,8 +27,7 @@ from ..store.base import Store
 from ..teams.model import MailRecord, MemberRecord, MemberStatus, TaskRecord, TaskStatus, TeamRecord
 from ..teams.store import TeamStore
 from .common import cwd_option, store_option
-from .runs import NoStore
-from .runs import _open as open_project_store
+from .runs_store import NoStore, open_for_reading
 from .runs_text import age
 
 __all__ = ["board_lines", "mail_lines", "member_lines", "team"]
@@ -48,6 +49,10 @@ def team() -> None:
     Teams are made by a model's team_create tool (e.g. the coordinator agent type) or from Python
     (rt.create_team); `subagents demo --team` runs one offline.  --cwd and --store may be given
     before or after the command.
+
+    list and show only read: they open the store read-only, so they read a store you may not write
+    (another user's, a read-only mount), never create, migrate or change it, and take no lock a
+    running runtime would wait for.
     """
 
 
@@ -79,9 +84,12 @@ def _summary(store: Store, ts: TeamStore, t: TeamRecord) -> dict[str, Any]:
 @_where
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool) -> int:
-    """List the teams, oldest first: lead, members by status, tasks done."""
+    """List the teams, oldest first: lead, members by status, tasks done.
+
+    Only reads the store (a read-only one too).
+    """
     try:
-        with open_project_store(ctx) as store:
+        with open_for_reading(ctx) as store:
             ts = _teams(store)
             rows = [_summary(store, ts, t) for t in ts.list_teams()]
     except NoStore as e:
@@ -122,8 +130,11 @@ def _record(x: Any) -> dict[str, Any]:
 @_where
 @click.pass_context
 def show(ctx: click.Context, name: str, as_json: bool, n_mail: int) -> int:
-    """Show a team: its members with their status, the task board and the recent messages."""
-    with open_project_store(ctx) as store:
+    """Show a team: its members with their status, the task board and the recent messages.
+
+    Only reads the store (a read-only one too).
+    """
+    with open_for_reading(ctx) as store:
         ts = _teams(store)
         t = ts.get_team(name)
         if t is None:

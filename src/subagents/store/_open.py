@@ -1,4 +1,8 @@
-"""Opening the SQLite store's file: the writer connection, its settings, the schema migration at open."""
+"""Opening the SQLite store's file: the writer connection, its settings, the schema migration at open.
+
+A file the store cannot use is refused before anything is written to it: a newer store or a database that is not one
+is left exactly as it was (switching it to WAL mode first would rewrite its header and leave ``-wal``/``-shm`` files),
+and a path the user may not reach is a :class:`StoreError` saying so, as every other refusal is."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from pathlib import Path
 
 from ..exceptions import StoreError
 from ._checkpoint import JOURNAL_SIZE_LIMIT
-from ._schema import SCHEMA_VERSION, migrate
+from ._schema import SCHEMA_VERSION, migrate, schema_version
 from ._support import store_error, write_gitignore
 
 __all__ = ["WRITER_PRAGMAS", "open_writer"]
@@ -26,7 +30,11 @@ def open_writer(path: Path, timeout: float, durable: bool) -> tuple[sqlite3.Conn
     schema version the file had.
 
     Raises :class:`StoreError` saying what to do when it cannot be used."""
-    creating = not path.exists()
+    try:
+        creating = not path.exists()
+    except OSError as e:  # (a directory on the way the user may not enter)
+        raise StoreError(f"the run store {path} cannot be opened ({e.strerror}); check that you may enter its "
+                         "directory and read and write the file, or point [store] url at another path") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -37,6 +45,7 @@ def open_writer(path: Path, timeout: float, durable: bool) -> tuple[sqlite3.Conn
     except sqlite3.Error as e:
         raise store_error(path, e, "opening it") from None
     try:
+        schema_version(conn)  # (refuses a newer store or a foreign database while it is as it was)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         for pragma in WRITER_PRAGMAS:

@@ -1,6 +1,8 @@
 """``SQLiteReader``: a SQLite run store opened only to read it — no write lock, no writer process, no migration, and
-no file created or changed, even where it could be.  What ``subagents runs list/show/tree/tail/wait/timeline`` use,
-so they read a store the user may not write (another user's, a read-only mount).
+no file created or changed, even where it could be.  What ``subagents runs list/show/tree/tail/wait/timeline`` and
+``subagents team list/show`` use (the teams through :meth:`SQLiteReader.team_store`,
+:mod:`subagents.teams.sqlite_reader`), so they read a store the user may not write (another user's, a read-only
+mount).
 
 How it opens the file ``F`` (``sqlite3`` URI ``file:F?mode=ro``; a WAL database also needs its ``F-wal`` and
 ``F-shm``, and a ``mode=ro`` connection *creates* them — owned by the reader, where the store's owner may then be
@@ -14,13 +16,14 @@ unable to write them — whenever they are missing and the directory is writable
   after every read: once a process opens the store (``F-wal`` appears) or ``F`` changes, it reads again on a new
   connection — so ``runs wait`` on a closed store sees a runtime open it and finish the run.
 * ``F-wal`` without ``F-shm``: read as immutable when the WAL is empty; otherwise the committed transactions in it can
-  only be recovered by a process that may write the store, and the reader says so.
+  only be recovered by a process that may write the store, and the reader says so (:class:`NeedsWriter`).
 
 A store with an older schema is read as it is: the reads see the missing columns and tables with the values the
-migrations would give them (temporary views on the reader's own connection, never in the file).  A newer schema,
-a file that is not a SQLite database or not a subagents store is refused with a sentence saying what to do; a missing
-or empty file (0 bytes, or a database without tables) is :class:`NoStoreFile`.  The writing methods of the
-:class:`~subagents.store.base.Store` protocol raise :class:`~subagents.exceptions.StoreError`.
+migrations would give them (temporary views on the reader's own connection, never in the file; before schema 6, empty
+team tables).  A newer schema, a file that is not a SQLite database or not a subagents store is refused with a
+sentence saying what to do; a missing or empty file (0 bytes, or a database without tables) is :class:`NoStoreFile`.
+The writing methods of the :class:`~subagents.store.base.Store` protocol raise
+:class:`~subagents.exceptions.StoreError`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..exceptions import StoreError
@@ -41,7 +44,10 @@ from ._schema import RUN_COLUMNS, SCHEMA_VERSION
 from ._sql_reads import SqlReads
 from ._support import store_error
 
-__all__ = ["NoStoreFile", "SQLiteReader"]
+if TYPE_CHECKING:
+    from ..teams.sqlite_reader import SQLiteTeamReader
+
+__all__ = ["NeedsWriter", "NoStoreFile", "SQLiteReader"]
 
 _HEADER = b"SQLite format 3\x00"
 _RETRIES = 20  # reads again while an unlocked (immutable) snapshot keeps changing under it
@@ -50,16 +56,29 @@ _RETRIES = 20  # reads again while an unlocked (immutable) snapshot keeps changi
 _ADDED: dict[str, str] = {"runs": "0", "owner": "''", "permission_mode": "''", "worktree": "'{}'",
                           "prompt_key": "NULL", "trace": "'{}'"}
 #: The tables an older schema lacks, as empty views (``owners`` before schema 2, ``audit`` before 3, ``prompts``
-#: before 5).
+#: before 5, the team tables before 6 — read by :mod:`subagents.teams.sqlite_reader`).
 _EMPTY: dict[str, str] = {
     "owners": "SELECT '' AS owner, 0.0 AS heartbeat, 0.0 AS expires, '' AS process WHERE 0",
     "audit": "SELECT 0 AS id, '' AS run_id, 0.0 AS at, '' AS kind, '{}' AS data WHERE 0",
     "prompts": "SELECT '' AS key, '' AS text, 0 AS refs WHERE 0",
 }
+_NO_TEAMS: dict[str, str] = {
+    "teams": "'' AS name, '' AS lead_id, 0.0 AS created_at, '' AS description, 0 AS rowid",
+    "team_members": "'' AS team, '' AS name, '' AS agent_type, NULL AS agent_id, '' AS model, '' AS mode, "
+                    "'' AS status, 0 AS require_plan_approval, 0 AS plan_approved, 0.0 AS joined_at, 0 AS rowid",
+    "tasks": "'' AS team, 0 AS id, '' AS subject, '' AS description, '' AS status, NULL AS owner, 0.0 AS created_at, "
+             "0.0 AS updated_at, '' AS note",
+    "task_deps": "'' AS team, 0 AS task, 0 AS blocker",
+    "team_mail": "'' AS team, 0 AS seq, '' AS sender, '' AS recipient, '' AS text, 0.0 AS at, '' AS kind, 0 AS read",
+}
 
 
 class NoStoreFile(StoreError):
     """There is no run store to read at the path: no file, an empty file or a database with nothing in it."""
+
+
+class NeedsWriter(StoreError):
+    """The store's committed writes are in a ``-wal`` that only a process that may write the store can recover."""
 
 
 def _readonly_answer(e: sqlite3.Error) -> bool:
@@ -83,6 +102,9 @@ def _compat_views(conn: sqlite3.Connection, version: int) -> None:
         conn.execute(f"CREATE TEMP VIEW audit AS {_EMPTY['audit']}")
     if version < 5:
         conn.execute(f"CREATE TEMP VIEW prompts AS {_EMPTY['prompts']}")
+    if version < 6:
+        for table, columns in _NO_TEAMS.items():
+            conn.execute(f"CREATE TEMP VIEW {table} AS SELECT {columns} WHERE 0")
 
 
 class SQLiteReader(SqlReads):
@@ -148,8 +170,8 @@ class SQLiteReader(SqlReads):
             raise self._unrecovered()
         return base, False
 
-    def _unrecovered(self) -> StoreError:
-        return StoreError(
+    def _unrecovered(self) -> NeedsWriter:
+        return NeedsWriter(
             f"the run store {self.path} was left by a process that stopped without closing it: {self.path}-wal holds "
             "committed writes that only a process that may write the store can recover; open it once, as a user who "
             "may write it, with a command that writes (any 'subagents run' in its project, or 'subagents runs "
@@ -253,6 +275,16 @@ class SQLiteReader(SqlReads):
                 if self._stamp is None or self._now() == self._stamp:
                     return rows
         raise self._gave_up(last)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows ``sql`` selects, read as every read of this store is (the team reader's reads)."""
+        return self._read(sql, params)
+
+    def team_store(self) -> SQLiteTeamReader:
+        """The teams of this store, read through this reader (:func:`subagents.teams.open_team_store` calls it)."""
+        from ..teams.sqlite_reader import SQLiteTeamReader
+
+        return SQLiteTeamReader(self)
 
     def _sweep_step(self, lo: float, last: str, now: float, limit: int) -> list[Any]:
         sql = _SWEEP_STEP  # (an older schema's ``runs`` is a view: no index to name)

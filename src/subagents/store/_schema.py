@@ -34,7 +34,8 @@ TYPE_CHECKING = False  # (the writer process loads this file: no typing, no sqli
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["FINAL_SQL", "PROMPT_SQL", "RUN_COLUMNS", "SCHEMA_VERSION", "SWEEP_KEY", "V1_SCHEMA", "migrate"]
+__all__ = ["FINAL_SQL", "PROMPT_SQL", "RUN_COLUMNS", "SCHEMA_VERSION", "SWEEP_KEY", "V1_SCHEMA", "migrate",
+           "schema_version"]
 
 SCHEMA_VERSION = 7
 
@@ -169,16 +170,25 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def migrate(conn: sqlite3.Connection) -> tuple[int, int]:
-    """Bring the database to :data:`SCHEMA_VERSION` inside the caller's transaction.
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The schema version of the database on ``conn`` (0: a new, empty one), read without changing anything.
 
-    Returns ``(version found, version now)``; raises ``ValueError`` for a newer schema.
+    Raises ``ValueError`` for a newer schema, ``LookupError`` for a database that is not a store.
     """
     found = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if found > SCHEMA_VERSION:
         raise ValueError(found)
     if found == 0 and conn.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]:
         raise LookupError("the file holds tables but no subagents schema version")
+    return found
+
+
+def migrate(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Bring the database to :data:`SCHEMA_VERSION` inside the caller's transaction.
+
+    Returns ``(version found, version now)``; raises as :func:`schema_version` does.
+    """
+    found = schema_version(conn)
     v = found
     while v < SCHEMA_VERSION:
         for stmt in _statements(_MIGRATIONS[v]):

@@ -2,7 +2,10 @@
 
 * a :class:`~subagents.store.sqlite.SQLiteStore` gets a :class:`~subagents.teams.sqlite.SQLiteTeamStore` on
   the same file, opened on first use and closed when the run store closes (``SQLiteStore.on_close``);
-* a store with a ``team_store()`` method (a future PostgreSQL store) gets what that returns;
+* a store with a ``team_store()`` method gets what that returns: the PostgreSQL store its
+  :class:`~subagents.teams.postgres.PostgresTeamStore`; a SQLite store opened only to read it
+  (:class:`~subagents.store._readonly.SQLiteReader`, ``subagents team list/show``) a
+  :class:`~subagents.teams.sqlite_reader.SQLiteTeamReader` on the reader's read-only connection;
 * any other store (the :class:`~subagents.store.memory.MemoryStore`, test doubles) gets a
   :class:`~subagents.teams.memory.MemoryTeamStore`, which lives as long as the run store object.
 """
