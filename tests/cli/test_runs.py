@@ -197,3 +197,30 @@ def test_resume_that_loses_a_race_with_another_process_says_so(db: Path, capsys:
     assert run(db, "resume", "explore-ada", "more", model=FunctionModel(lambda req: "x")) == 2
     assert capsys.readouterr().err == (f"error: run explore-ada ({KID}) was started again by another process just "
                                        "now; follow it with 'subagents runs tail', resume it once it ends\n")
+
+
+def test_a_resume_refused_by_a_race_leaves_the_orphans_it_took_over_resumable(
+        db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loser of a race took over explore-grace (an orphan) as it opened the store: it is left interrupted —
+    resumable — as after a resume that ran, not cancelled by the refusal."""
+    import asyncio
+
+    from subagents import Runtime, SpawnError, Status
+    from subagents.models import ModelRequest, ModelResponse
+
+    async def started_elsewhere(self: Runtime, agent_id: str, message: str, **kw: object) -> None:
+        await asyncio.sleep(0.05)  # (the orphan is running by then)
+        raise SpawnError(f"agent explore-ada ({agent_id}) is still pending_init; use send_input")
+
+    async def model(req: ModelRequest) -> ModelResponse:
+        await asyncio.sleep(30)
+        return ModelResponse("never")
+
+    real_status = Runtime.status
+    monkeypatch.setattr(Runtime, "resume", started_elsewhere)
+    monkeypatch.setattr(Runtime, "status", lambda self, agent_id: Status.PENDING_INIT if agent_id == KID
+                        else real_status(self, agent_id))
+    assert run(db, "resume", "explore-ada", "more", model=FunctionModel(model)) == 2
+    assert "was started again by another process" in capsys.readouterr().err
+    got = stored(db, KID2)
+    assert got.outcome == "interrupted", (got.status, got.outcome, got.error)

@@ -355,18 +355,19 @@ def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: s
     async def go() -> int:
         async with Runtime(model, workdir=cwd, settings=settings, store=store_url(ctx)) as rt:
             try:
-                h = await rt.resume(rec.run_id, message)
-            except SpawnError as e:
-                if rt.status(rec.run_id).is_final():
-                    raise
-                raise UserError(f"run {rec.nickname} ({rec.run_id}) was started again by another process just now; "
-                                "follow it with 'subagents runs tail', resume it once it ends") from e
-            done = await rt.wait([h.id])
-            result = done[h.id]
-            click.echo(result.text)
-            # orphans this process took over as it opened the store, still running: left resumable, not cancelled
-            rt.interrupting("its 'subagents runs resume' command ended")
-            return 0 if result.ok else 1
+                try:
+                    h = await rt.resume(rec.run_id, message)
+                except SpawnError as e:
+                    if rt.status(rec.run_id).is_final():
+                        raise
+                    raise UserError(f"run {rec.nickname} ({rec.run_id}) was started again by another process just "
+                                    "now; follow it with 'subagents runs tail', resume it once it ends") from e
+                done = await rt.wait([h.id])
+                result = done[h.id]
+                click.echo(result.text)
+                return 0 if result.ok else 1
+            finally:  # orphans it took over as it opened the store, still running: left resumable, not cancelled
+                rt.interrupting("its 'subagents runs resume' command ended")
 
     return asyncio.run(go())
 
