@@ -61,3 +61,27 @@ def test_open_mcp_is_none_without_servers(tmp_path: Path) -> None:
     hub = open_mcp(tmp_path, Workspace(tmp_path))
     assert hub is not None
     assert list(hub.servers) == ["gh"]
+
+
+def test_mcp_json_shared_with_other_clients_honours_disabled_and_skips_their_keys(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``.mcp.json`` is shared with other MCP clients: their ``"disabled": true`` leaves a server out, their own keys
+    (``autoApprove``...) are ignored with a warning, not a refusal to start; a config file stays strict."""
+    (tmp_path / ".mcp.json").write_text(
+        '{"mcpServers": {"gh": {"command": "gh-mcp", "autoApprove": ["x"], "transportType": "stdio"},'
+        ' "old": {"command": "old-mcp", "disabled": true}, "on": {"command": "on-mcp", "disabled": false}}}')
+    with caplog.at_level("INFO", logger="subagents.mcp"):
+        servers = project_servers(tmp_path)
+    assert sorted(servers) == ["gh", "on"]
+    assert servers["gh"] == McpServerConfig(name="gh", command="gh-mcp", source=str(tmp_path / ".mcp.json"))
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "MCP server 'gh': ignoring 'autoApprove', 'transportType'" in warned[0], warned
+    assert any("MCP server 'old' is disabled" in r.getMessage() for r in caplog.records)
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"gh": {"command": "x", "disabled": "yes"}}}')
+    with pytest.raises(ConfigError, match=r"MCP server 'gh': disabled must be true or false, got 'yes'"):
+        project_servers(tmp_path)
+    toml = tmp_path / "config.toml"
+    toml.write_text('[mcp.servers.gh]\ncommand = "other"\nautoApprove = ["x"]\n')
+    (tmp_path / ".mcp.json").unlink()
+    with pytest.raises(ConfigError, match=r"unknown key 'autoApprove'"):
+        project_servers(tmp_path, [toml])

@@ -29,6 +29,7 @@ Three sources, each parsed into :class:`McpServerConfig` with errors that name t
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,8 @@ from ..exceptions import ConfigError, DefinitionError
 
 __all__ = ["McpServerConfig", "definition_servers", "expand_vars", "load_mcp_json", "parse_mcp_section",
            "parse_server", "parse_servers", "project_servers", "same_server"]
+
+log = logging.getLogger("subagents.mcp")
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 MAX_NAME = 40  # "mcp__<server>__<tool>" must stay within the model APIs' 64 characters
@@ -164,6 +167,10 @@ def parse_servers(table: Any, *, source: str, expand: bool = False) -> dict[str,
         raise ConfigError(f"{source}: the MCP servers must be a table of named servers, got {table!r}")
     out = {}
     for n, raw in table.items():
+        if expand and isinstance(raw, dict):  # .mcp.json, shared with other MCP clients (see _foreign)
+            raw = _foreign(str(n), raw, source)
+            if raw is None:
+                continue
         raw, unset = expand_vars(raw) if expand else (raw, ())
         try:
             cfg = parse_server(str(n), raw, source=source)
@@ -174,6 +181,23 @@ def parse_servers(table: Any, *, source: str, expand: bool = False) -> dict[str,
                               "set)") from None
         out[str(n)] = replace(cfg, unset=unset) if unset else cfg
     return out
+
+
+def _foreign(name: str, raw: dict[str, Any], source: str) -> dict[str, Any] | None:
+    """A ``.mcp.json`` server as this runtime reads it: ``None`` if it is ``"disabled": true`` (other MCP clients'
+    switch, honoured), else without the keys other clients use and this runtime does not (``autoApprove``,
+    ``transportType``...; a warning names them) — a config file's ``[mcp.servers]`` still refuses unknown keys."""
+    off = raw.get("disabled", False)
+    if not isinstance(off, bool):
+        raise ConfigError(f"{source}: MCP server {name!r}: disabled must be true or false, got {off!r}")
+    if off:
+        log.info("%s: MCP server %r is disabled (\"disabled\": true): left out", source, name)
+        return None
+    other = [k for k in raw if k not in _KEYS and k != "disabled"]
+    if other:
+        log.warning("%s: MCP server %r: ignoring %s (not used by subagents; known keys: %s)", source, name,
+                    ", ".join(repr(k) for k in other), ", ".join(_KEYS))
+    return {k: v for k, v in raw.items() if k in _KEYS}
 
 
 def expand_vars(raw: Any, env: Mapping[str, str] | None = None) -> tuple[Any, tuple[str, ...]]:
