@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +82,7 @@ def check_value(value: Any, expected: str) -> Any:
     """The value converted to its type, or raise ``ValueError`` (the caller words the message).
 
     Type names: ``string``, ``boolean``, ``list of strings``, ``one of 'a', 'b'``, and
-    ``[non-negative|positive] [integer|number]``.
+    ``[non-negative|positive] [integer|number]`` (finite: ``inf`` and ``nan`` are refused).
     """
     if expected == "string":
         if isinstance(value, str):
@@ -96,7 +97,8 @@ def check_value(value: Any, expected: str) -> Any:
         if isinstance(value, str) and f"'{value}'" in expected:
             return value
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        in_range = value > 0 or (value == 0 and expected.startswith("non-negative"))
+        finite = isinstance(value, int) or math.isfinite(value)  # inf and nan are no time, count or price
+        in_range = finite and (value > 0 or (value == 0 and expected.startswith("non-negative")))
         if in_range and "integer" not in expected:
             return float(value)
         if in_range and isinstance(value, int):
@@ -104,10 +106,16 @@ def check_value(value: Any, expected: str) -> Any:
     raise ValueError(expected)
 
 
+_SHOWN_CHARS = 60
+
+
 def show(value: Any) -> str:
+    """A bad value as an error message quotes it (long strings cut)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
+        if len(value) > _SHOWN_CHARS:  # a pasted file or a runaway variable: its start says enough
+            return f"{json.dumps(value[:_SHOWN_CHARS])}... ({len(value)} characters)"
         return json.dumps(value)
     if isinstance(value, dict):
         return "a table"

@@ -20,6 +20,7 @@ the key and the expected type (and the nearest known key).  API keys are masked 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -233,7 +234,7 @@ def apply_arguments(s: Settings, *, max_threads: int | None = None, max_depth: i
 
 def _apply_file(s: Settings, path: Path, *, user: bool = False) -> None:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte order mark is no syntax error
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}; fix the syntax of this file") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -286,6 +287,11 @@ def _apply_hooks(s: Settings, path: Path, table: dict[str, Any]) -> None:
                 kind = known[key].kind
                 try:
                     h[key] = _check(value, kind)
+                    if key == "matcher" and value not in ("", "*"):
+                        re.compile(value)  # found by `config show`, not first when a Runtime starts
+                except re.error as e:
+                    raise ConfigError(f"{where} matcher {_show(value)} is not a valid regular expression ({e}); "
+                                      "write a Python regex matched against the whole name") from None
                 except ValueError:
                     raise ConfigError(f"{where} {key} must be {_article(kind)}{kind}, got {_show(value)}") from None
             if not h.get("command", "").strip():

@@ -28,23 +28,43 @@ class FrontMatterError(ValueError):
     """The front matter is neither valid YAML nor plain ``key: value`` lines (the message says where)."""
 
 
-def load_front_matter(text: str, *, first_line: int = 1) -> tuple[dict[str, Any], list[int]]:
+def load_front_matter(text: str, *, first_line: int = 1, lines: dict[str, int] | None = None
+                      ) -> tuple[dict[str, Any], list[int]]:
     """The front matter's keys and the lines that only the lenient reading accepted (``text`` starts on the
-    file's line ``first_line``; the numbers in errors count the same way).
+    file's line ``first_line``; the numbers in errors count the same way).  ``lines``, when given, receives
+    each top-level key's line.
 
-    Raises :class:`FrontMatterError` when neither reading makes sense of it, or it is not a mapping.
+    Raises :class:`FrontMatterError` when neither reading makes sense of it, it is not a mapping, or a key
+    is given twice (YAML forbids it; Claude Code's parser refuses it too).
     """
     import yaml  # lazy: only when definition files are read
 
+    found: dict[str, int] = {} if lines is None else lines
+    loader = yaml.SafeLoader(text)
     try:
-        meta = yaml.safe_load(text)
+        node = loader.get_single_node()
+        if isinstance(node, yaml.MappingNode):
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    _note_key(found, str(key.value), key.start_mark.line + first_line)
+        meta = None if node is None else loader.construct_document(node)
     except yaml.YAMLError as strict:
-        return _lenient(text, str(strict).splitlines()[0], first_line)
+        found.clear()
+        return _lenient(text, str(strict).splitlines()[0], first_line, found)
+    finally:
+        loader.dispose()
     if meta is None:
         return {}, []
     if not isinstance(meta, dict):
         raise FrontMatterError("the front matter must be a mapping of keys to values (key: value lines)")
     return meta, []
+
+
+def _note_key(lines: dict[str, int], key: str, n: int) -> None:
+    """Record ``key``'s line; a key given twice is an error naming both lines."""
+    if key in lines:
+        raise FrontMatterError(f"key {key!r} is given twice (lines {lines[key]} and {n}); keep one")
+    lines[key] = n
 
 
 def _blocks(text: str, strict: str, first_line: int) -> list[tuple[int, str, list[str]]]:
@@ -71,12 +91,13 @@ def _blocks(text: str, strict: str, first_line: int) -> list[tuple[int, str, lis
     return blocks
 
 
-def _lenient(text: str, strict: str, first_line: int) -> tuple[dict[str, Any], list[int]]:
+def _lenient(text: str, strict: str, first_line: int, found: dict[str, int]) -> tuple[dict[str, Any], list[int]]:
     import yaml
 
     meta: dict[str, Any] = {}
     lenient: list[int] = []
     for n, key, lines in _blocks(text, strict, first_line):
+        _note_key(found, key, n)
         while lines and not lines[-1].strip():
             lines.pop()
         try:

@@ -8,7 +8,10 @@ First match wins, level by level::
     extension  Python entry points in the group ``subagents.agents``
     built-in   subagents/definitions/builtin/*.md
 
-A file that fails to parse adds a warning naming the file and the problem; the others still load.
+A file that fails to parse adds a warning naming the file and the problem; the others still load.  So does a
+file that is no regular UTF-8 file of at most 1 MB (a FIFO is never opened), and a second file of one
+directory defining a name the first already did.  A key that looks like a misspelt known key is ignored with
+a warning naming its line.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import DefinitionError
+from . import values
 from .frontmatter import FrontMatterError, load_front_matter
 from .model import MODEL_ALIASES, AgentDefinition
 
@@ -51,7 +55,9 @@ _TOOL_ALIASES = {
     "webfetch": "web_fetch", "websearch": "web_search",
 }
 
-_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)??---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+_OPENED = re.compile(r"\A---[ \t]*\r?\n")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 @dataclass(slots=True)
@@ -86,7 +92,7 @@ def _as_list(value: Any, key: str, source: str, *, map_tools: bool) -> list[str]
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",") if v.strip()]
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        items = [v.strip() for v in value]
+        items = [v.strip() for v in value if v.strip()]
     else:
         raise DefinitionError(f"{source}: '{key}' must be a list of names or a comma-separated string, got {value!r}")
     if map_tools:
@@ -95,44 +101,73 @@ def _as_list(value: Any, key: str, source: str, *, map_tools: bool) -> list[str]
     return list(dict.fromkeys(items))
 
 
-def _number(value: Any, key: str, source: str, *, whole: bool) -> float | int:
-    ok = isinstance(value, int) if whole else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or value <= 0:
-        kind = "a positive whole number" if whole else "a positive number"
-        raise DefinitionError(f"{source}: '{key}' must be {kind}, got {value!r}")
-    return int(value) if whole else float(value)
+def _canonical(raw_key: Any) -> str | None:
+    return _KEY_ALIASES.get(str(raw_key).replace("-", "_").lower()) or _KEY_ALIASES.get(
+        str(raw_key).replace("-", "").replace("_", "").lower())
 
 
 def parse_definition(meta: dict[str, Any], body: str, *, source: str, default_name: str = "") -> AgentDefinition:
-    """Build a definition from front-matter keys (ours, Claude Code's or Qwen's) and a body."""
+    """Build a definition from front-matter keys (ours, Claude Code's or Qwen's) and a body.
+
+    Each value is checked here (:mod:`subagents.definitions.values`): a definition that loads spawns as written.
+    """
     d = AgentDefinition(name=default_name, system_prompt=body.strip(), source=source)
+    given: dict[str, str] = {}
     for raw_key, value in meta.items():
-        key = _KEY_ALIASES.get(str(raw_key).replace("-", "_").lower()) or _KEY_ALIASES.get(
-            str(raw_key).replace("-", "").replace("_", "").lower())
+        key = _canonical(raw_key)
         if key is None:
             d.extra[str(raw_key)] = value
             continue
+        if key in given:
+            raise DefinitionError(f"{source}: {given[key]!r} and {str(raw_key)!r} both set {key}; keep one")
+        given[key] = str(raw_key)
         if value is None:
             continue
-        if key in ("tools", "disallowed_tools", "delegate_tools", "nickname_candidates"):
-            setattr(d, key, _as_list(value, str(raw_key), source, map_tools=key != "nickname_candidates"))
-        elif key in ("max_turns", "max_tokens"):
-            setattr(d, key, _number(value, str(raw_key), source, whole=True))
-        elif key in ("timeout_s", "max_cost_usd"):
-            setattr(d, key, float(_number(value, str(raw_key), source, whole=False)))
-        elif key == "background":
-            if not isinstance(value, bool):
-                raise DefinitionError(f"{source}: 'background' must be true or false, got {value!r}")
-            d.background = value
-        elif key == "model":
-            m = str(value).strip()
-            d.model = MODEL_ALIASES.get(m.lower(), m) if m.lower() != "inherit" else "inherit"
-        else:
-            setattr(d, key, str(value))
-    if not d.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", d.name):
+        _set(d, key, str(raw_key), value, source)
+    if not d.name or not _NAME.fullmatch(d.name):
         raise DefinitionError(f"{source}: agent name {d.name!r} is missing or invalid; "
                               "use letters, digits, '-', '_' or '.'")
+    if len(d.name) > values.MAX_NAME:
+        raise DefinitionError(f"{source}: agent name {d.name[:20]!r}... is longer than {values.MAX_NAME} characters")
     return d
+
+
+def _set(d: AgentDefinition, key: str, raw_key: str, value: Any, source: str) -> None:
+    if key in ("tools", "disallowed_tools", "delegate_tools", "nickname_candidates"):
+        setattr(d, key, _as_list(value, raw_key, source, map_tools=key != "nickname_candidates"))
+    elif key in ("max_turns", "max_tokens"):
+        setattr(d, key, values.number(value, raw_key, source, whole=True))
+    elif key in ("timeout_s", "max_cost_usd"):
+        setattr(d, key, float(values.number(value, raw_key, source, whole=False)))
+    elif key == "background":
+        if not isinstance(value, bool):
+            raise DefinitionError(f"{source}: 'background' must be true or false, got {value!r}")
+        d.background = value
+    elif key == "model":
+        m = values.model_name(value, raw_key, source)
+        d.model = MODEL_ALIASES.get(m.lower(), m) if m.lower() != "inherit" else "inherit"
+    elif key == "permission_mode":
+        d.permission_mode = values.mode(value, raw_key, source)
+    elif key == "isolation":
+        d.isolation = values.isolation(value, raw_key, source)
+    else:
+        setattr(d, key, values.text(value, raw_key, source).strip())
+
+
+def _unknown_key_warnings(path: Path, d: AgentDefinition, lines: dict[str, int]) -> list[str]:
+    """One warning per ignored key that looks like a misspelt known one (other tools' keys stay silent)."""
+    out = []
+    for raw in d.extra:
+        near = values.suggest(raw, _KEY_ALIASES)
+        if near is None:
+            continue
+        canonical = _KEY_ALIASES[near]
+        where = f"line {lines[raw]}: " if raw in lines else ""
+        msg = f"{path}: {where}unknown key {raw!r} (did you mean {canonical!r}?); it is ignored"
+        if canonical == "tools" and d.tools is None:
+            msg += ", so this agent gets every tool"
+        out.append(msg)
+    return out
 
 
 def parse_definition_file(path: Path, *, level: str = "project", warnings: list[str] | None = None
@@ -143,35 +178,49 @@ def parse_definition_file(path: Path, *, level: str = "project", warnings: list[
     :mod:`subagents.definitions.frontmatter`); then one warning naming the file and its lines is
     appended to ``warnings`` (and logged when ``warnings`` is ``None``).
     """
-    text = path.read_text(encoding="utf-8")
+    text = values.read_text(path)
     m = _FRONT.match(text)
     if m is None:
+        if _OPENED.match(text):
+            raise DefinitionError(f"{path}: the front matter opened by '---' on line 1 is never closed; "
+                                  "end it with a line '---' before the prompt")
         raise DefinitionError(f"{path}: no YAML front matter; start the file with '---', the keys, and '---'")
+    key_lines: dict[str, int] = {}
     try:
-        meta, lenient = load_front_matter(m.group(1), first_line=2)  # line 1 is the opening '---'
+        meta, lenient = load_front_matter(m.group(1) or "", first_line=2, lines=key_lines)  # line 1 is the '---'
     except FrontMatterError as e:
         raise DefinitionError(f"{path}: {e}") from None
+    source = "builtin" if level == "builtin" else f"{level}:{path}"
+    d = parse_definition(meta, m.group(2), source=source, default_name=path.stem)
+    notes = _unknown_key_warnings(path, d, key_lines)
     if lenient:
         lines = ", ".join(map(str, lenient))
         many = len(lenient) > 1
         msg = (f"{path}: front matter line{'s' if many else ''} {lines} {'are' if many else 'is'} not valid YAML "
                "(an unquoted ': ' inside a value?) and was read as plain 'key: value' text; quote the value "
                "to silence this warning")
+        notes.insert(0, msg)
+    for msg in notes:
         if warnings is None:
             _log_warning(msg)
         else:
             warnings.append(msg)
-    source = "builtin" if level == "builtin" else f"{level}:{path}"
-    return parse_definition(meta, m.group(2), source=source, default_name=path.stem)
+    return d
 
 
 def _load_dir(out: DefinitionSet, directory: Path, level: str) -> None:
     if not directory.is_dir():
         return
+    here: dict[str, Path] = {}  # name -> the file of this directory that defines it
     for path in sorted(directory.glob("*.md")):
         try:
             found: list[str] = []
-            out.add(parse_definition_file(path, level=level, warnings=found))
+            d = parse_definition_file(path, level=level, warnings=found)
+            first = here.setdefault(d.name, path)
+            if first != path:
+                found.append(f"{path} also defines agent type {d.name!r}, which {first} defines; {first} takes "
+                             "precedence (rename one of them)")
+            out.add(d)
             for w in found:
                 out.warnings.append(w)
                 _log_warning(w)
@@ -207,6 +256,10 @@ def _load_extensions(out: DefinitionSet) -> None:
                 if not isinstance(d, AgentDefinition):
                     raise DefinitionError(f"entry point {ep.name!r} gave {type(d).__name__}, not an AgentDefinition")
                 d.source = f"extension:{ep.name}"
+                if d.permission_mode is not None:  # checked as a file's would be: not first at spawn
+                    d.permission_mode = values.mode(d.permission_mode, "permission_mode", d.source)
+                if d.isolation is not None:
+                    d.isolation = values.isolation(d.isolation, "isolation", d.source)
                 out.add(d)
         except Exception as e:
             out.warnings.append(f"skipped agent extension {ep.name!r} ({ep.value}): {type(e).__name__}: {e}")

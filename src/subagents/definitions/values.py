@@ -1,0 +1,113 @@
+"""The values of a definition's front matter, checked: each wrong one is a :class:`DefinitionError` naming the
+key and the value, at load time (a definition that loads can be spawned as written).
+
+>>> mode("bypassPermissions", "permissionMode", "demo")
+'yolo'
+>>> number(float("nan"), "max_cost_usd", "demo", whole=False)
+Traceback (most recent call last):
+...
+subagents.exceptions.DefinitionError: demo: 'max_cost_usd' must be a positive number, got nan
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..authority.names import MODES, canonical_mode
+from ..exceptions import DefinitionError
+
+__all__ = ["MAX_FILE_BYTES", "MAX_NAME", "isolation", "mode", "model_name", "number", "read_text", "suggest",
+           "text"]
+
+MAX_FILE_BYTES = 1024 * 1024
+"""A definition file larger than this is skipped: it is a prompt, not a data set."""
+MAX_NAME = 64
+"""The longest agent name (it is typed in permission rules and shown in every listing)."""
+
+
+def text(value: Any, key: str, source: str) -> str:
+    """A scalar as text; a mapping, a list or a YAML boolean (``yes``, ``on``) is refused."""
+    if isinstance(value, bool):
+        raise DefinitionError(f"{source}: '{key}' must be text, got {value!r} (quote it)")
+    if isinstance(value, (dict, list, tuple, set)):
+        raise DefinitionError(f"{source}: '{key}' must be text, got {value!r}")
+    return str(value)
+
+
+def model_name(value: Any, key: str, source: str) -> str:
+    """A model string (or ``inherit``), not empty."""
+    if not isinstance(value, str) or not value.strip():
+        raise DefinitionError(f"{source}: '{key}' must be 'inherit' or a model string, got {value!r}")
+    return value.strip()
+
+
+def mode(value: Any, key: str, source: str) -> str:
+    """Our name of a permission mode (Claude Code's are accepted); an unknown one is refused here, not at spawn."""
+    try:
+        if isinstance(value, str):
+            return canonical_mode(value.strip())
+    except ValueError:
+        pass
+    raise DefinitionError(f"{source}: '{key}' must be one of {', '.join(MODES)} "
+                          f"(or Claude Code's acceptEdits, bypassPermissions), got {value!r}")
+
+
+def isolation(value: Any, key: str, source: str) -> str | None:
+    """``worktree``, or ``None`` for ``none``: anything else would run the agent unisolated without a word."""
+    v = value.strip().lower() if isinstance(value, str) else value
+    if v == "worktree":
+        return "worktree"
+    if v in ("none", ""):
+        return None
+    raise DefinitionError(f"{source}: '{key}' must be 'worktree' (or 'none'), got {value!r}")
+
+
+def number(value: Any, key: str, source: str, *, whole: bool) -> float | int:
+    """A positive (whole) number; ``nan`` and ``inf`` are refused (a limit nothing reaches is no limit)."""
+    ok = isinstance(value, int) if whole else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not value > 0 or (isinstance(value, float) and not math.isfinite(value)):
+        kind = "a positive whole number" if whole else "a positive number"
+        raise DefinitionError(f"{source}: '{key}' must be {kind}, got {value!r}")
+    return int(value) if whole else float(value)
+
+
+def suggest(key: str, known: Iterable[str]) -> str | None:
+    """The known key ``key`` looks like a misspelling of (compared without case, ``-`` and ``_``)."""
+    import difflib  # lazy: only when a definition has a key of its own
+
+    def norm(k: str) -> str:
+        return k.replace("-", "").replace("_", "").lower()
+
+    by_norm = {norm(k): k for k in known}
+    close = difflib.get_close_matches(norm(key), list(by_norm), n=1, cutoff=0.8)
+    return by_norm[close[0]] if close else None
+
+
+def read_text(path: Path) -> str:
+    """The file's text; a :class:`DefinitionError` naming it when it is no regular, readable, UTF-8 file of at
+    most :data:`MAX_FILE_BYTES` (a FIFO is never opened: reading one would block the loader forever)."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise DefinitionError(f"{path}: is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise DefinitionError(f"{path}: is not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise DefinitionError(f"{path}: is {st.st_size / 2**20:.1f} MB; an agent definition may be at most "
+                                  f"{MAX_FILE_BYTES // 2**20} MB")
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise DefinitionError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise DefinitionError(f"{path}: is over {MAX_FILE_BYTES // 2**20} MB; an agent definition may be at most "
+                              f"{MAX_FILE_BYTES // 2**20} MB")
+    try:
+        return data.decode("utf-8-sig")  # a byte order mark (Windows editors) is no part of the text
+    except UnicodeDecodeError:
+        raise DefinitionError(f"{path}: is not UTF-8 text; save it as UTF-8") from None
