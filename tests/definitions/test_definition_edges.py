@@ -195,3 +195,30 @@ async def test_a_bypass_definition_runs_in_the_runtimes_mode(tmp_path: Path) -> 
         await rt.wait([h.id], timeout=10)
     assert len(systems) == 2
     assert all("Permission mode: plan." in s for s in systems)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("permission_mode", "godmode", "'permission_mode' must be one of plan, default"),
+    ("isolation", "chroot", "'isolation' must be 'worktree' (or 'none'), got 'chroot'"),
+    ("max_cost_usd", float("nan"), "'max_cost_usd' must be a positive number, got nan"),
+    ("max_turns", 0, "'max_turns' must be a positive whole number, got 0"),
+    ("model", "", "'model' must be 'inherit' or a model string"),
+])
+def test_a_definition_made_in_python_is_checked_when_the_runtime_is_made(
+        tmp_path: Path, field: str, value: object, message: str) -> None:
+    """``Runtime(agents=[...])``: a wrong value is a DefinitionError naming the definition as the Runtime is made, not
+    a ValueError at its first spawn (or, for isolation, a run without isolation)."""
+    from subagents import AgentDefinition
+
+    d = AgentDefinition("x", "d", "p", **{field: value})  # type: ignore[arg-type]
+    with pytest.raises(DefinitionError, match=r"^agent definition 'x': ") as e:
+        Runtime(FunctionModel(lambda r: "hi"), workdir=tmp_path, store="memory", agents=[d])
+    assert message in str(e.value)
+
+
+def test_a_python_definition_takes_claude_codes_mode_names(tmp_path: Path) -> None:
+    from subagents import AgentDefinition
+
+    d = AgentDefinition("x", "d", "p", permission_mode="acceptEdits", isolation="none")
+    Runtime(FunctionModel(lambda r: "hi"), workdir=tmp_path, store="memory", agents=[d])
+    assert (d.permission_mode, d.isolation) == ("autoEdit", None)

@@ -256,14 +256,27 @@ def _load_extensions(out: DefinitionSet) -> None:
                 if not isinstance(d, AgentDefinition):
                     raise DefinitionError(f"entry point {ep.name!r} gave {type(d).__name__}, not an AgentDefinition")
                 d.source = f"extension:{ep.name}"
-                if d.permission_mode is not None:  # checked as a file's would be: not first at spawn
-                    d.permission_mode = values.mode(d.permission_mode, "permission_mode", d.source)
-                if d.isolation is not None:
-                    d.isolation = values.isolation(d.isolation, "isolation", d.source)
-                out.add(d)
+                out.add(_checked(d, d.source))
         except Exception as e:
             out.warnings.append(f"skipped agent extension {ep.name!r} ({ep.value}): {type(e).__name__}: {e}")
             _log_warning(out.warnings[-1])
+
+
+def _checked(d: AgentDefinition, source: str) -> AgentDefinition:
+    """A definition made in Python (``Runtime(agents=[...])``, an extension), checked as a file's values are: a wrong
+    one is a :class:`DefinitionError` now, not an error first at spawn (or a silent unisolated run)."""
+    if d.permission_mode is not None:
+        d.permission_mode = values.mode(d.permission_mode, "permission_mode", source)
+    if d.isolation is not None:
+        d.isolation = values.isolation(d.isolation, "isolation", source)
+    for key in ("max_turns", "max_tokens"):
+        if getattr(d, key) is not None:
+            values.number(getattr(d, key), key, source, whole=True)
+    for key in ("timeout_s", "max_cost_usd"):
+        if getattr(d, key) is not None:
+            values.number(getattr(d, key), key, source, whole=False)
+    values.model_name(d.model, "model", source)
+    return d
 
 
 def load_definitions(
@@ -279,7 +292,7 @@ def load_definitions(
 
     out = DefinitionSet()
     for d in session:
-        out.add(d)
+        out.add(_checked(d, f"agent definition {d.name!r}"))
     for sub in (".subagents", ".claude", ".qwen"):
         _load_dir(out, workdir / sub / "agents", "project")
     _load_dir(out, (user_dir or user_config_dir()) / "agents", "user")
