@@ -222,3 +222,17 @@ def test_a_python_definition_takes_claude_codes_mode_names(tmp_path: Path) -> No
     d = AgentDefinition("x", "d", "p", permission_mode="acceptEdits", isolation="none")
     Runtime(FunctionModel(lambda r: "hi"), workdir=tmp_path, store="memory", agents=[d])
     assert (d.permission_mode, d.isolation) == ("autoEdit", None)
+
+
+def test_hidden_files_in_an_agents_directory_are_not_definitions(tmp_path: Path) -> None:
+    """An editor's lock file (Emacs makes ``.#name.md``, a dangling symlink, while a file is edited) and hidden
+    drafts were read, and warned about as broken definitions."""
+    agents = tmp_path / ".subagents" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: Reviews\n---\nYou review.\n")
+    (agents / ".#reviewer.md").symlink_to("root@host.1234:1700000000")
+    (agents / ".draft.md").write_text("---\nname: draft\ndescription: not yet\n---\nDraft.\n")
+    defs = load_definitions(tmp_path, user_dir=tmp_path / "u", home=tmp_path / "h", extensions=False)
+    assert defs.warnings == []
+    assert "reviewer" in defs.names()
+    assert "draft" not in defs.names()

@@ -213,6 +213,8 @@ def _load_dir(out: DefinitionSet, directory: Path, level: str) -> None:
         return
     here: dict[str, Path] = {}  # name -> the file of this directory that defines it
     for path in sorted(directory.glob("*.md")):
+        if path.name.startswith("."):  # an editor's lock or swap file (Emacs' .#x.md), a hidden draft: not ours
+            continue
         try:
             found: list[str] = []
             d = parse_definition_file(path, level=level, warnings=found)
