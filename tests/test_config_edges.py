@@ -95,3 +95,18 @@ def test_config_show_lists_every_plain_key_of_the_table(project: Path, monkeypat
     assert list(shown) == [k.dotted for k in KEYS if k.field is not None]
     defaults = {k.dotted: k.default for k in KEYS if k.field is not None}
     assert {k: v["value"] for k, v in shown.items()} == defaults
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "broken link"])
+def test_a_config_file_that_is_not_a_file_is_an_error_not_silently_ignored(project: Path, kind: str) -> None:
+    import os
+
+    p = project / ".subagents" / "config.toml"
+    if kind == "directory":
+        p.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(p)
+    else:
+        p.symlink_to(project / "nowhere.toml")
+    with pytest.raises(ConfigError, match=r"config\.toml: is not a regular file, so its settings cannot be read"):
+        load_settings(project, env=env_of(project))

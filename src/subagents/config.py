@@ -198,6 +198,9 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
     for path in (user_file, Path(workdir).resolve() / ".subagents" / "config.toml"):
         if path.is_file():
             _apply_file(s, path, user=path == user_file)
+        elif path.exists() or path.is_symlink():  # a directory, a FIFO (reading it would block), a broken link
+            raise ConfigError(f"{path}: is not a regular file, so its settings cannot be read; make it a TOML file "
+                              "or remove it")
     for var, key in ENV_VARS.items():
         raw = environ.get(var)
         if raw is not None and raw.strip():
