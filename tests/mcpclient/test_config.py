@@ -75,7 +75,8 @@ def test_mcp_json_shared_with_other_clients_honours_disabled_and_skips_their_key
     assert sorted(servers) == ["gh", "on"]
     assert servers["gh"] == McpServerConfig(name="gh", command="gh-mcp", source=str(tmp_path / ".mcp.json"))
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warned) == 1 and "MCP server 'gh': ignoring 'autoApprove', 'transportType'" in warned[0], warned
+    assert len(warned) == 1, warned
+    assert "MCP server 'gh': ignoring 'autoApprove', 'transportType'" in warned[0]
     assert any("MCP server 'old' is disabled" in r.getMessage() for r in caplog.records)
     (tmp_path / ".mcp.json").write_text('{"mcpServers": {"gh": {"command": "x", "disabled": "yes"}}}')
     with pytest.raises(ConfigError, match=r"MCP server 'gh': disabled must be true or false, got 'yes'"):
