@@ -78,7 +78,16 @@ class Drip:
     byte: bytes = b" "
 
 
-Response = Reply | SSE | Silent | Drip
+@dataclass(slots=True)
+class Raw:
+    """Any body as is (an HTML error page, ``{}``, text that is not JSON) with this status and content type."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "text/html"
+
+
+Response = Reply | SSE | Silent | Drip | Raw
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -104,12 +113,12 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         response = self.server.loopback.take(Recorded(path, {k.lower(): v for k, v in self.headers.items()},
                                                       json.loads(raw)))
-        if isinstance(response, Reply):
-            data = json.dumps(response.body).encode()
+        if isinstance(response, Reply | Raw):
+            data = response.body if isinstance(response, Raw) else json.dumps(response.body).encode()
             self.send_response(response.status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", response.content_type if isinstance(response, Raw) else "application/json")
             self.send_header("content-length", str(len(data)))
-            for k, v in response.headers.items():
+            for k, v in ({} if isinstance(response, Raw) else response.headers).items():
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..exceptions import ModelError
 from ..messages import Usage
+from ._sanitize import clean, tokens, unique_ids
 from .base import INVALID_ARGUMENTS_KEY, ModelResponse, ToolCall, new_call_id
 
 __all__ = ["StreamAssembler", "from_openai", "get", "parse_arguments"]
@@ -52,20 +53,20 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(raw)
-    except (TypeError, ValueError):
-        return {INVALID_ARGUMENTS_KEY: str(raw)}
-    return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: str(raw)}
+    except (TypeError, ValueError, RecursionError):
+        return {INVALID_ARGUMENTS_KEY: clean(str(raw))}
+    return clean(value) if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: clean(str(raw))}
 
 
 def _usage(u: Any) -> Usage:
     if u is None:
         return Usage()
     details = get(u, "prompt_tokens_details")
-    cached = int((get(details, "cached_tokens") if details is not None else 0) or 0)
+    prompt = tokens(get(u, "prompt_tokens"))
     return Usage(
-        input_tokens=int(get(u, "prompt_tokens") or 0),
-        output_tokens=int(get(u, "completion_tokens") or 0),
-        cache_read_tokens=cached,
+        input_tokens=prompt,
+        output_tokens=tokens(get(u, "completion_tokens")),
+        cache_read_tokens=min(tokens(get(details, "cached_tokens")), prompt),
     )
 
 
@@ -81,9 +82,11 @@ def _check_cut_off(finish: str | None, calls: list[ToolCall], max_output_tokens:
 def _response(text: str, calls: list[ToolCall], usage: Any, finish: str | None, model: str | None,
               max_output_tokens: int) -> ModelResponse:
     _check_cut_off(finish, calls, max_output_tokens)
+    for c in calls:
+        c.name = clean(c.name)
     return ModelResponse(
-        text=text,
-        tool_calls=calls,
+        text=clean(text),
+        tool_calls=unique_ids(calls),
         usage=_usage(usage),
         stop_reason=None if finish is None else _STOP_REASONS.get(finish, finish),
         model=model,
@@ -138,6 +141,7 @@ class StreamAssembler:
                 self._add_call(tc)
             self.finish = get(choice, "finish_reason") or self.finish
         if delta_text:
+            delta_text = clean(delta_text)
             self.text.append(delta_text)
         return delta_text
 

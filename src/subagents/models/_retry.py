@@ -19,6 +19,7 @@ import asyncio
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -142,6 +143,21 @@ _HINTS = {
 }
 
 
+MAX_SERVER_MESSAGE = 500
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def server_text(message: str) -> str:
+    """A server's error message fit for one line: an HTML page (a proxy's error page) becomes its title or
+    its text, whitespace is collapsed and anything past :data:`MAX_SERVER_MESSAGE` characters is cut."""
+    if "<" in message and re.search(r"<(html|head|body|title|!doctype)\b", message, re.IGNORECASE):
+        title = _TITLE.search(message)
+        message = "HTML page: " + (title.group(1) if title else _TAG.sub(" ", message))
+    message = " ".join(message.split())
+    return message if len(message) <= MAX_SERVER_MESSAGE else message[:MAX_SERVER_MESSAGE] + "..."
+
+
 def status_error(
     provider: str, status: int, server_message: str, *, model: str, key_hint: str, retryable: bool
 ) -> ModelError:
@@ -157,7 +173,7 @@ def status_error(
         hint = "the provider rejected the request; check the model name and the settings passed to it"
     else:
         hint = "see the provider's message above"
-    message = server_message.strip().rstrip(".") or "no message"
+    message = server_text(server_message).rstrip(".") or "no message"
     return ModelError(
         f"{provider} returned HTTP {status} for model {model!r}: {message}. To fix: {hint}.",
         provider=provider.split()[0].lower(),

@@ -25,6 +25,7 @@ The SDK is imported inside the functions that need it, never when ``subagents`` 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -45,8 +46,9 @@ from ._retry import (
     truncated_error,
 )
 from ._retry import status_error as _status_error
+from ._sanitize import SDK_PARSE_ERRORS, clean, guarded, malformed, tokens, unique_ids
 from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
-from .base import ModelRequest, ModelResponse, ToolCall, ToolSpec
+from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from .clients import SHARED, ClientPool
 
 if TYPE_CHECKING:
@@ -73,16 +75,9 @@ _STOP_REASONS = {
 
 # A mid-stream ``event: error`` arrives with HTTP 200; its ``error.type`` tells the real status.
 _ERROR_TYPE_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
+    "invalid_request_error": 400, "authentication_error": 401, "billing_error": 402, "permission_error": 403,
+    "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429, "api_error": 500,
+    "timeout_error": 504, "overloaded_error": 529,
 }
 
 
@@ -227,11 +222,11 @@ def to_anthropic(system: str, messages: list[Message], tools: list[ToolSpec], sy
 
 # -- map the response back ------------------------------------------------------------------------
 def _usage(u: Any) -> Usage:
-    read = int(getattr(u, "cache_read_input_tokens", None) or 0)
-    write = int(getattr(u, "cache_creation_input_tokens", None) or 0)
+    read = tokens(getattr(u, "cache_read_input_tokens", None))
+    write = tokens(getattr(u, "cache_creation_input_tokens", None))
     return Usage(
-        input_tokens=int(getattr(u, "input_tokens", None) or 0) + read + write,
-        output_tokens=int(getattr(u, "output_tokens", None) or 0),
+        input_tokens=tokens(getattr(u, "input_tokens", None)) + read + write,
+        output_tokens=tokens(getattr(u, "output_tokens", None)),
         cache_read_tokens=read,
         cache_write_tokens=write,
     )
@@ -242,11 +237,14 @@ def from_anthropic(message: Any, *, max_output_tokens: int = 0) -> ModelResponse
     text: list[str] = []
     calls: list[ToolCall] = []
     for block in message.content:
-        if block.type == "text":
-            text.append(block.text)
-        elif block.type == "tool_use":
-            args = block.input if isinstance(block.input, dict) else {}
-            calls.append(ToolCall(block.name, dict(args), block.id))
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            text.append(clean(str(getattr(block, "text", None) or "")))
+        elif kind == "tool_use":  # input that is no JSON object: the tool answers the model with an error
+            raw = getattr(block, "input", None)
+            args = clean(raw) if isinstance(raw, dict) else {INVALID_ARGUMENTS_KEY: clean(json.dumps(raw))}
+            calls.append(ToolCall(clean(str(getattr(block, "name", None) or "")), args,
+                                  str(getattr(block, "id", None) or "")))
     stop = message.stop_reason
     if stop == "max_tokens" and calls:
         raise ModelError(
@@ -256,7 +254,7 @@ def from_anthropic(message: Any, *, max_output_tokens: int = 0) -> ModelResponse
         )
     return ModelResponse(
         text="".join(text),
-        tool_calls=calls,
+        tool_calls=unique_ids(calls),
         usage=_usage(message.usage),
         stop_reason=None if stop is None else _STOP_REASONS.get(stop, stop),
         model=getattr(message, "model", None),
@@ -328,7 +326,12 @@ class AnthropicModel:
 
     async def _attempt(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         message = await self._send(lambda client: self._call(client, params, request))
+        if not isinstance(getattr(message, "content", None), list):  # ``{}``, an HTML page with status 200...
+            raise self._malformed(f"no content in {str(message)[:200]!r}")
         return from_anthropic(message, max_output_tokens=self.max_output_tokens)
+
+    def _malformed(self, what: Exception | str) -> Retryable:
+        return malformed(f"{PROVIDER} at {self.connection.where}", "anthropic", self.model, what)
 
     async def _send(self, call: Callable[[AsyncAnthropic], Awaitable[Any]]) -> Any:
         """One attempt of ``call`` within the deadline; SDK errors become :class:`Retryable` or :class:`ModelError`."""
@@ -340,6 +343,8 @@ class AnthropicModel:
         except Exception as e:
             if isinstance(e, anthropic.AnthropicError) or transport_error_name(e) is not None:
                 raise _to_model_error(e, self.model, self.connection) from e
+            if isinstance(e, ValueError) and not isinstance(e, UnicodeEncodeError):  # a body that is not JSON
+                raise self._malformed(e) from e
             raise
 
     async def web_search(self, query: str, *, allowed_domains: list[str] | None = None,
@@ -359,13 +364,16 @@ class AnthropicModel:
         on_text = request.on_text
         stopped = False
         async with client.messages.stream(**params) as stream:
-            async with aclosing(watch(stream, self.timeouts.stall_s)) as events:
+            async with aclosing(guarded(watch(stream, self.timeouts.stall_s), self._malformed)) as events:
                 async for event in events:
                     if event.type == "text" and on_text is not None and event.text:
-                        on_text(event.text)
+                        on_text(clean(event.text))
                     elif event.type == "message_stop":
                         stopped = True
-            message = await stream.get_final_message() if stopped else None
+            try:
+                message = await stream.get_final_message() if stopped else None
+            except SDK_PARSE_ERRORS as e:  # (an event stream without its message_start)
+                raise self._malformed(e) from e
         if message is None or message.stop_reason is None:
             missing = "no message_stop event" if message is None else "no stop_reason"
             raise truncated_error(f"{PROVIDER} at {self.connection.where}", "anthropic", self.model, missing)

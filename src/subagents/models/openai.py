@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .._config_values import MAX_OUTPUT_TOKENS, STREAM
 from ..exceptions import ModelError
 from ..messages import Message, TextBlock, ToolResultBlock
-from ._openai_answer import StreamAssembler, from_openai, parse_arguments
+from ._openai_answer import StreamAssembler, from_openai, get, parse_arguments
 from ._retry import (
     Retryable,
     RetryPolicy,
@@ -50,6 +50,7 @@ from ._retry import (
     truncated_error,
 )
 from ._retry import status_error as _status_error
+from ._sanitize import guarded, malformed
 from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
 from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolSpec
 from .clients import SHARED, ClientPool
@@ -291,13 +292,23 @@ class OpenAIModel:
         except openai.OpenAIError as e:
             raise _to_model_error(e, self.model, self.connection) from e
 
+    def _malformed(self, what: Exception | str) -> Retryable:
+        return malformed(self.connection.label, "openai", self.model, what)
+
     async def _call(self, client: AsyncOpenAI, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
+        try:
+            answer = await client.chat.completions.create(**params)
+        except ValueError as e:  # a body the SDK cannot read (not JSON)
+            if isinstance(e, UnicodeEncodeError):
+                raise
+            raise self._malformed(e) from e
         if not self.stream:
-            completion = await client.chat.completions.create(**params)
-            return from_openai(completion, max_output_tokens=self.max_output_tokens)
+            if not get(answer, "choices"):  # ``{}``, an HTML page with status 200...
+                raise self._malformed(f"no choices in {str(answer)[:200]!r}")
+            return from_openai(answer, max_output_tokens=self.max_output_tokens)
         assembler = StreamAssembler()
-        stream = await client.chat.completions.create(**params)
-        async with stream, aclosing(watch(stream, self.timeouts.stall_s)) as chunks:
+        stream = answer
+        async with stream, aclosing(guarded(watch(stream, self.timeouts.stall_s), self._malformed)) as chunks:
             async for chunk in chunks:
                 delta = assembler.add(chunk)
                 if delta and request.on_text is not None:
