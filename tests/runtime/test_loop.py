@@ -181,12 +181,16 @@ async def test_timeout_while_the_model_hangs(workdir: Path) -> None:
     assert (r.outcome, r.status, r.text) == (Outcome.TIMEOUT, Status.ERRORED, "")
 
 
-async def test_model_failure_ends_the_run_with_an_error(workdir: Path) -> None:
+@pytest.mark.parametrize("exc", [ValueError, IndexError, AssertionError, KeyError])
+async def test_model_failure_ends_the_run_with_an_error(workdir: Path, exc: type[Exception]) -> None:
+    """A model (an adapter of one's own) that raises ends the run with an error naming it — an IndexError or an
+    AssertionError too (they escaped the run as an internal error)."""
     def fn(req: ModelRequest) -> ModelResponse:
-        raise ValueError("scripted failure")
+        raise exc("scripted failure")
 
     r = await make_core(fn, workdir).run("x")
-    assert (r.outcome, r.error) == (Outcome.ERROR, "model 'function' failed: ValueError: scripted failure")
+    why = exc("scripted failure")
+    assert (r.outcome, r.error) == (Outcome.ERROR, f"model 'function' failed: {exc.__name__}: {why}")
 
 
 async def test_events_for_every_step(workdir: Path) -> None:

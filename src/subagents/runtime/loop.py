@@ -216,7 +216,7 @@ class AgentCore:
         except ModelError as e:
             self.emit("model_end", {"model": self.model.name, "error": str(e)})
             return Stopped(Outcome.ERROR, None, str(e))
-        except (TypeError, ValueError, KeyError, AttributeError, RuntimeError) as e:
+        except (TypeError, ValueError, LookupError, AttributeError, RuntimeError, AssertionError) as e:
             self.emit("model_end", {"model": self.model.name, "error": f"{type(e).__name__}: {e}"})
             return Stopped(Outcome.ERROR, None, f"model {self.model.name!r} failed: {type(e).__name__}: {e}")
         stop = self._take_reply(response)
