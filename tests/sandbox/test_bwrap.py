@@ -63,7 +63,7 @@ def test_argv_order_tmp_before_the_workspace_and_masks_after(tmp_path: Path) -> 
     ro = bwrap_argv("/usr/bin/bwrap", ws, network=True, writable=False)
     assert f"--ro-bind {root} {root}" in " ".join(ro)
     assert "--share-net" in ro
-    assert missing_protected(ws) == [root / ".claude", root / ".qwen"]
+    assert missing_protected(ws) == [root / ".claude", root / ".qwen", root / ".mcp.json"]
 
 
 async def test_killing_bwrap_while_it_sets_up_leaves_nothing(tmp_path: Path) -> None:

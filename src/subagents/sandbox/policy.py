@@ -21,8 +21,10 @@ __all__ = ["CREDENTIAL_PATHS", "DEFAULT_HIDDEN", "DEFAULT_PROTECTED", "SANDBOX_M
 
 SANDBOX_MODES = ("auto", "bwrap", "landlock", "off")
 
-DEFAULT_PROTECTED: tuple[str, ...] = (".subagents", ".git", ".claude", ".qwen")
-"""Workspace paths no agent tool may write or delete, whatever the mode or the rules."""
+DEFAULT_PROTECTED: tuple[str, ...] = (".subagents", ".git", ".claude", ".qwen", ".mcp.json")
+"""Workspace paths no agent tool may write or delete, whatever the mode or the rules.  ``.mcp.json`` too: the
+next runtime over the workspace starts the servers it names (``"sandbox": false``: unconfined, with ``${VAR}``
+expanded from the runtime's environment), so an agent that wrote it would run code outside every sandbox."""
 
 DEFAULT_HIDDEN: tuple[str, ...] = (".subagents/state.db", ".subagents/state.db-wal", ".subagents/state.db-shm",
                                    ".subagents/state.db-journal", ".subagents/config.toml")

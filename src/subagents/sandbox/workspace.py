@@ -4,7 +4,7 @@ One object answers "what may this agent touch" for every tool: the file tools re
 paths through it, the shell sandbox turns its lists into read-only and hidden mounts.
 
 - ``protected``: paths no agent tool may write or delete (``.subagents``, ``.git``, ``.claude``,
-  ``.qwen``, plus ``[sandbox] protect``, minus ``unprotect`` from the user's own config);
+  ``.qwen``, ``.mcp.json``, plus ``[sandbox] protect``, minus ``unprotect`` from the user's own config);
 - ``hidden``: paths no agent tool may read (the run store's files, credential locations in
   ``$HOME``, the user config dir of ``subagents``, plus ``[sandbox] deny_read``);
 - ``shell_readonly``: what the shell sandbox binds read-only inside the writable workspace (the
