@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..config import NO_MODEL_HELP
-from .common import store_option, store_url, workdir
+from .common import isatty, store_option, store_url, workdir
 from .run import run as _run_command
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def chat(ctx: click.Context, prompt: str | None, resume_ref: str | None, model_n
     from ..runtime.limits import Limits
     from .preflight import check_agent, check_model
 
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if not (isatty(sys.stdin) and isatty(sys.stdout)):
         raise UserError("subagents chat needs a terminal (stdin and stdout); in scripts use subagents run "
                         "\"PROMPT\", and subagents runs resume ID \"MESSAGE\" to continue a run")
     cwd = workdir(ctx)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..ids import short_id
 from .approve import TerminalApprover
-from .render import Progress
+from .render import Progress, terminal_safe
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -100,7 +100,7 @@ class Screen:
             self.say(text)
 
     def _write(self, text: str) -> None:
-        self.out.write(text + "\n")
+        self.out.write(terminal_safe(text) + "\n")  # answers and notices are shown, their escape codes not obeyed
         self.out.flush()
 
     def toolbar(self) -> str:

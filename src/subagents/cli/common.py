@@ -11,17 +11,23 @@ every JSON event and the final ``{"kind": "result", ...}`` use.
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-__all__ = ["cwd_option", "fail", "plural", "store_option", "store_url", "wants_json", "workdir"]
+__all__ = ["FiniteFloat", "cwd_option", "fail", "isatty", "plural", "scrub", "store_option", "store_url", "wants_json",
+           "workdir"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _CWD = "subagents.cwd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _STORE = "subagents.store"
 
 
@@ -47,10 +53,20 @@ def store_option() -> Callable[[F], F]:
 
 
 def workdir(ctx: click.Context | None = None) -> Path:
-    """The ``--cwd`` given anywhere on the command line, else the current directory."""
+    """The ``--cwd`` given anywhere on the command line, else the current directory (a usage error when the
+    current directory was deleted: every path under it would fail)."""
     ctx = ctx or click.get_current_context()
     value = ctx.meta.get(_CWD)
-    return value if isinstance(value, Path) else Path(".")
+    if isinstance(value, Path):
+        return value
+    try:
+        os.getcwd()
+    except OSError as e:
+        from ..exceptions import UserError
+
+        raise UserError(f"the current directory no longer exists or cannot be read ({e.strerror or e}): it was "
+                        "deleted or moved; cd to an existing directory, or pass --cwd DIR") from None
+    return Path(".")
 
 
 def store_url(ctx: click.Context | None = None) -> str | None:
@@ -66,15 +82,46 @@ def wants_json(argv: Sequence[str]) -> bool:
 
 
 def fail(message: str, code: int, as_json: bool) -> int:
-    """Tell an error (see the module docstring) and return its exit code."""
+    """Tell an error (see the module docstring) and return its exit code.
+
+    With ``--json`` and a stdout that cannot be written (closed, a full disk) the line goes to stderr instead."""
     if as_json:
         import json
 
-        click.echo(json.dumps({"kind": "error", "type": "error", "message": message, "exit_code": code},
-                              ensure_ascii=False))
-    else:
-        click.echo(f"error: {message}", err=True)
+        line = json.dumps({"kind": "error", "type": "error", "message": message, "exit_code": code},
+                          ensure_ascii=False)
+        try:
+            click.echo(scrub(line))
+            return code
+        except (OSError, ValueError):
+            pass
+    with contextlib.suppress(OSError, ValueError):  # else nowhere left to say it: the exit status tells
+        click.echo(scrub(f"error: {message}"), err=True)
     return code
+
+
+def scrub(text: str) -> str:
+    """``text`` without lone surrogates (U+FFFD instead): what cannot be written as UTF-8 (a byte of a non-UTF-8
+    argument, or a surrogate a model sent) would otherwise fail the write, or make the JSON output invalid UTF-8."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def isatty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (``False`` for a closed one: ``sys.stdin`` is ``None`` after ``<&-``)."""
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (ValueError, OSError, AttributeError):
+        return False
+
+
+class FiniteFloat(click.FloatRange):
+    """:class:`click.FloatRange` that refuses ``nan`` and ``inf`` (every range check passes for NaN)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if isinstance(rv, float) and not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
 
 
 def plural(n: int, what: str) -> str:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import cwd_option, workdir
+from .common import FiniteFloat, cwd_option, isatty, workdir
 from .run import MODE_CHOICES
 
 __all__ = ["demo"]
@@ -15,7 +15,7 @@ __all__ = ["demo"]
 @click.command()
 @cwd_option("Directory to survey (default: the current directory).")
 @click.option("--json", "as_json", is_flag=True, help="Write one JSON event per line, then the result.")
-@click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--pace", "pace_s", type=FiniteFloat(min=0), default=None, metavar="SECONDS",
               help="Make each scripted model call take this long, to watch the agents in the live view "
                    "(default: 0.3 on a terminal, 0 otherwise).")
 @click.option("--permission-mode", type=click.Choice(MODE_CHOICES), default="autoEdit", show_default=True,
@@ -41,7 +41,7 @@ def demo(as_json: bool, pace_s: float | None, permission_mode: str, team: bool) 
     cwd = workdir()
     settings = load_settings(cwd, overrides={"permission_mode": permission_mode})
     if pace_s is None:
-        pace_s = 0.3 if sys.stderr.isatty() and not as_json else 0.0
+        pace_s = 0.3 if isatty(sys.stderr) and not as_json else 0.0
     if team:
         from .demo_team import run_team_demo
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..exceptions import ConfigError, UserError
+from .common import isatty
 
 if TYPE_CHECKING:
     from ..runtime.result import RunResult
@@ -33,39 +34,70 @@ _HOW = ("give it as an argument (subagents run \"...\"), '-' to read it from std
 
 
 def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
-    """The prompt text; a usage error when it is missing, given twice, unreadable or empty."""
+    """The prompt text; a usage error when it is missing, given twice, unreadable, not UTF-8 or empty."""
     if prompt is not None and prompt_file is not None:
         raise click.UsageError(f"give the prompt either as PROMPT or with --prompt-file, not both "
                                f"(PROMPT was {_short(prompt)!r}, --prompt-file {prompt_file!r})")
     if prompt is None and prompt_file is None:
         raise click.UsageError(f"missing the prompt: {_HOW}")
+    if prompt_file == "":
+        raise UserError("the --prompt-file name is empty; give the path of a file holding the prompt, or '-' to "
+                        "read it from stdin")
     if prompt_file is not None and prompt_file != "-":
-        try:
-            text = Path(prompt_file).read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise UserError(f"the prompt file {prompt_file} is not UTF-8 text; save it as UTF-8") from None
-        except OSError as e:
-            raise UserError(f"cannot read the prompt file {prompt_file} ({e.strerror or e}); check the path "
-                            "(it is relative to the current directory, not to --cwd)") from None
-        if not text.strip():
-            raise UserError(f"the prompt file {prompt_file} is empty; write the prompt in it")
-        return text.strip()
+        return _from_file(prompt_file)
     if prompt is not None and prompt != "-":
         if not prompt.strip():
             raise UserError(f"the prompt is empty; {_HOW}")
+        if not _utf8(prompt):  # a byte of another encoding in argv (Python keeps it as a lone surrogate)
+            raise UserError("the prompt is not UTF-8 text; write it in UTF-8")
         return prompt
+    return _from_stdin()
+
+
+def _from_file(path: str) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"the prompt file {path} is not UTF-8 text; save it as UTF-8") from None
+    except OSError as e:
+        raise UserError(f"cannot read the prompt file {path} ({e.strerror or e}); check the path "
+                        "(it is relative to the current directory, not to --cwd)") from None
+    if not text.strip():
+        raise UserError(f"the prompt file {path} is empty; write the prompt in it")
+    return text.strip()
+
+
+def _from_stdin() -> str:
     stdin = sys.stdin
-    if stdin is None or stdin.isatty():
+    if stdin is None:
+        raise UserError("'-' reads the prompt from stdin, but stdin is closed; pipe the prompt in "
+                        "(subagents run - < prompt.md) or use --prompt-file PATH")
+    if isatty(stdin):
         raise UserError("'-' reads the prompt from stdin, but stdin is a terminal; pipe the prompt in "
                         "(subagents run - < prompt.md, or: cat prompt.md | subagents run -) or use --prompt-file "
                         "PATH")
+    text: str | None
     try:
         text = stdin.read()
-    except (OSError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:  # a strict stdin; the usual one (surrogateescape) keeps the bytes as surrogates
+        text = None
+    except (OSError, ValueError) as e:
         raise UserError(f"cannot read the prompt from stdin ({e}); use --prompt-file PATH") from None
+    if text is None or not _utf8(text):
+        raise UserError("the prompt read from stdin is not UTF-8 text; convert it (iconv -t UTF-8) or save it as "
+                        "UTF-8 and use --prompt-file PATH")
     if not text.strip():
         raise UserError(f"the prompt read from stdin is empty; {_HOW}")
     return text.strip()
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (the store, the model and the output all need it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_model(spec: str, providers: Mapping[str, Mapping[str, Any]]) -> None:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..ids import short_id
+from .common import scrub
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -26,9 +28,21 @@ if TYPE_CHECKING:
     from ..runtime.result import RunResult
 
 __all__ = ["TEAM_EVENTS", "AgentRow", "JsonLines", "LiveView", "Progress", "TeamLines", "current_line", "no_color",
-           "team_line"]
+           "team_line", "terminal_safe"]
 
 TEXT_KEPT = 4000  # characters of an agent's streamed text kept to find its current line
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` as a terminal may show it: control characters other than newline and tab (ESC, BEL, CR, the C1
+    codes...) are written out (``\\x1b``) rather than sent, so a model's answer cannot set the title, move the
+    cursor, clear the screen or write the clipboard; CRLF line ends become LF; lone surrogates become U+FFFD."""
+    text = scrub(text)
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
 
 
 def no_color() -> bool:
@@ -40,23 +54,28 @@ class JsonLines:
     """Writes one JSON object per event, then the result: ``{"kind": "result", ...}``.
 
     Once its reader is gone (``subagents run --json ... | head -1``) it writes nothing more and the run goes on,
-    quietly: no error per event, no traceback at exit."""
+    quietly: no error per event, no traceback at exit.  Another failed write (a full disk, a closed stdout) stops
+    the writing too; :attr:`error` keeps it, for the command to tell once the run is over."""
 
-    __slots__ = ("gone", "stream")
+    __slots__ = ("error", "gone", "stream")
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream
-        self.gone = False
+        self.gone = stream is None  # stdout closed (``>&-``): nothing to write to, nobody to tell
+        self.error: OSError | ValueError | None = None
 
     def write(self, obj: dict[str, Any]) -> None:
-        if self.gone:
+        if self.gone or self.stream is None:
             return
         try:
-            self.stream.write(json.dumps(obj, default=str, ensure_ascii=False) + "\n")
+            self.stream.write(scrub(json.dumps(obj, default=str, ensure_ascii=False)) + "\n")
             self.stream.flush()
         except BrokenPipeError:
             self.gone = True
             silence(self.stream)
+        except (OSError, ValueError) as e:
+            self.gone = True
+            self.error = e
 
     def __call__(self, ev: Event) -> None:
         self.write(ev.to_dict())
@@ -99,9 +118,9 @@ class AgentRow:
         stats = [f"turn {self.turns}", _n(self.tool_calls, "tool call")]
         if self.tokens is not None:
             stats.append(_n(self.tokens, "token"))
-        head, tail = f"{'  ' * self.depth}{mark} {name}{kind}: ", f"  ({', '.join(stats)})"
+        head, tail = terminal_safe(f"{'  ' * self.depth}{mark} {name}{kind}: "), f"  ({', '.join(stats)})"
         room = max(width - len(head) - len(tail), 8) if width is not None else 70
-        return f"{head}{_cut(self.activity, room)}{tail}"
+        return f"{head}{_cut(terminal_safe(self.activity), room)}{tail}"
 
     def add_text(self, chunk: str, *, whole: bool = False) -> None:
         """Add a streamed chunk (or, ``whole``, the turn's whole text) and show the current line."""
@@ -221,6 +240,7 @@ class LiveView:
 
     def note(self, line: str) -> None:
         """Print a line above the live view (hook errors, refusals)."""
+        line = terminal_safe(line)
         if self._live is not None:
             self._live.console.print(line, markup=False, highlight=False, soft_wrap=True)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import warnings
@@ -19,12 +20,18 @@ if TYPE_CHECKING:
 
 from ..authority.names import MODE_ALIASES, MODES
 from ..config import NO_MODEL_HELP
-from .common import cwd_option, fail, workdir
+from ..exceptions import SubagentsError
+from .common import FiniteFloat, cwd_option, fail, isatty, scrub, workdir
 
-__all__ = ["NO_MODEL_MESSAGE", "execute", "run"]
+__all__ = ["NO_MODEL_MESSAGE", "OutputError", "execute", "run"]
 
 NO_MODEL_MESSAGE = "error: " + NO_MODEL_HELP
 MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[1:] != k[1:].lower())]
+
+
+class OutputError(SubagentsError):
+    """stdout could not be written (a full disk, an I/O error; a reader that left is not one): the run's output
+    is lost, so the command fails (exit 1) and says why on stderr."""
 
 
 @click.command()
@@ -35,7 +42,7 @@ MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[
 @click.option("--agent", default="general-purpose", show_default=True, help="Agent type of the root agent.")
 @cwd_option("Workspace directory the agent works in (default: the current directory).")
 @click.option("--max-turns", type=click.IntRange(min=1), help="Stop the run after this many model turns.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
+@click.option("--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True),
               help="Stop the run after this many seconds (wall clock).")
 @click.option("--json", "as_json", is_flag=True, help="Write one JSON event per line, then the result.")
 @click.option("--permission-mode", type=click.Choice(MODE_CHOICES), default=None,
@@ -69,8 +76,12 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
     With --engine (or [engine] url) the agents run on `subagents worker` processes, with the workers'
     model, tools and permissions; the progress and `subagents runs` come from the shared run store.
 
-    Exit status: 0 ok, 1 the run failed or a limit stopped it, 2 usage or configuration error
-    (unknown agent, missing API key, bad config file, corrupt store), 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP.
+    On a terminal, control characters in the answer are shown escaped (\\x1b), not obeyed; piped or
+    redirected, the answer is written exactly as the model gave it.
+
+    Exit status: 0 ok, 1 the run failed, a limit stopped it or the output could not be written, 2 usage or
+    configuration error (unknown agent, missing API key, bad config file, corrupt store), 130 Ctrl-C,
+    143 SIGTERM, 129 SIGHUP.
     """
     from ..config import load_settings
     from ..exceptions import ConfigError
@@ -182,9 +193,9 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
     from .preflight import tree_results
     from .render import JsonLines, LiveView, TeamLines
 
-    live = not as_json and sys.stderr.isatty()
+    live = not as_json and isatty(sys.stderr)
     view = LiveView(sys.stderr) if live else None
-    approver = TerminalApprover(view) if live and sys.stdin.isatty() else None
+    approver = TerminalApprover(view) if live and isatty(sys.stdin) else None
     if approver is None and settings.approval_timeout_s is None:
         settings.approval_timeout_s = 0.0  # nobody to ask: deny at once (the notice says how to allow)
     with warnings.catch_warnings():  # the CLI says it itself, on every run (below)
@@ -201,6 +212,8 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
             result = await rt.run(prompt, agent=agent, limits=limits)
             await rt.events_delivered()  # the stream ends with the result, after every event
             out.result(result)
+            if out.error is not None:
+                raise OutputError(f"cannot write the output ({_why(out.error)})")
             return result
         note = view.note if view is not None else _stderr_line
         if rt.sandbox_warning:
@@ -221,18 +234,34 @@ async def _run(model: Any, prompt: str, *, workdir: Path, settings: Settings, ag
 
 
 def _stderr_line(line: str) -> None:
-    click.echo(line, err=True)
+    with contextlib.suppress(OSError, ValueError):  # stderr gone or full: the answer and exit status still tell
+        click.echo(scrub(line), err=True)
+
+
+def _why(e: BaseException) -> str:
+    return str(e.strerror) if isinstance(e, OSError) and e.strerror else str(e)
 
 
 def _report(result: RunResult, as_json: bool, tree: Sequence[RunResult] = ()) -> int:
     """Print the answer on stdout (nothing for a silent ``NO_REPLY`` answer), the stats on stderr."""
+    from .render import terminal_safe
+
     ok = str(result.outcome) == "ok"
     if not as_json:
-        if result.text and not result.silent:
-            click.echo(result.text)
-        click.echo(result.stats_line(tree), err=True)
+        if result.text and not result.silent:  # on a terminal its escape sequences are shown, not obeyed
+            try:
+                if isatty(sys.stdout):
+                    click.echo(terminal_safe(result.text))
+                else:  # a pipe or a file gets the answer as the model wrote it (click would strip its CSI codes)
+                    click.echo(scrub(result.text), color=True)
+            except BrokenPipeError:
+                raise  # the reader left: main() ends quietly
+            except (OSError, ValueError) as e:
+                raise OutputError(f"cannot write the output ({_why(e)})") from None
+        _stderr_line(result.stats_line(tree))
         if not ok:
             why = result.error or (f"limit {result.limit}" if result.limit else str(result.outcome))
             partial = " (the partial answer is above)" if result.text and not result.silent else ""
-            click.echo(f"run stopped: outcome {result.outcome}: {why}{partial}", err=True)
+            line = f"run stopped: outcome {result.outcome}: {why}{partial}"
+            _stderr_line(terminal_safe(line) if isatty(sys.stderr) else line)
     return 0 if ok else 1
