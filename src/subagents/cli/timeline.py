@@ -27,7 +27,7 @@ from ._timeline_assets import CSP, OUTCOME_COLOURS, RUNNING_COLOUR, SCRIPT, STYL
 
 __all__ = ["brief_stats", "render_html", "write_timeline"]
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # all but tab and newline; lone surrogates
 LABEL_W, CHART_W, ROW_H, AXIS_H, INDENT = 290, 940, 30, 26, 14
 BAR_H = 16
 
@@ -245,7 +245,8 @@ def _e(text: str) -> str:
 
 
 def _printable(text: str) -> str:
-    """Drop the control characters HTML does not allow (a NUL, a form feed...), keep newlines and tabs."""
+    """Drop the control characters HTML does not allow (a NUL, a form feed...), keep newlines and tabs; drop lone
+    surrogates too (a page with one cannot be written as UTF-8)."""
     return _CONTROL.sub("", text)
 
 

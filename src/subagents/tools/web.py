@@ -5,17 +5,19 @@ It is a network action: its category is ``execute``, so the permission rules app
 Only ``http``/``https`` URLs; hosts that resolve to loopback, private, link-local or otherwise
 non-public addresses are refused unless named in ``allow_private_hosts`` (see :func:`web_fetch_tool`; the
 runtime's built-in tool takes ``[web] allow_private_hosts`` from the user's config file),
-so an agent cannot reach the machine's own services or the local network by default.  Redirects are
-followed on the same host (each hop checked again); a redirect to another host is reported to the
-model, which calls again with that URL so the rules see the new host.  The download stops at
-``MAX_BYTES``; HTML becomes Markdown (``markdownify``), and the text returned is capped.
+so an agent cannot reach the machine's own services or the local network by default.  The check runs
+when the client connects, on the address it connects to (:mod:`subagents.tools.web_guard`), so a name
+that resolves to a public address first and to a private one a moment later (DNS rebinding) is refused
+too; proxies from the environment are ignored.  Redirects are followed on the same host (each hop
+checked again); a redirect to another host is reported to the model, which calls again with that URL so
+the rules see the new host.  The download stops at ``MAX_BYTES`` of decoded text (a gzip body is
+inflated piece by piece, never past the cap) and the whole fetch at ``TOTAL_TIMEOUT_S``; HTML becomes
+Markdown (``markdownify``), and the text returned is capped.
 ``prompt`` is returned with the page, for the calling model to apply: no second model runs here.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from collections.abc import Collection
 from urllib.parse import urljoin, urlsplit
 
@@ -29,38 +31,26 @@ MAX_BYTES = 2_000_000
 MAX_CHARS = 40_000
 """The Markdown returned is cut here."""
 TIMEOUT_S = 30.0
+"""The limit on each network step (connect, each read)."""
+TOTAL_TIMEOUT_S = 90.0
+"""The limit on the whole fetch, redirects included: a server that sends a byte now and then is cut off."""
 MAX_REDIRECTS = 5
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml", "application/javascript")
 
 
-def _check_host(host: str, port: int, allowed: Collection[str]) -> None:
-    if host.lower() in allowed:
-        return
+def _check_url(url: str) -> tuple[str, str]:
+    """``(url, host)`` for an http(s) URL with a host and a valid port; the host's addresses are checked when
+    the client connects (:mod:`subagents.tools.web_guard`), on the address it connects to."""
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as e:
-        raise ToolError(f"cannot resolve the host {host!r} ({e}); check the URL.") from None
-    for info in infos:
-        addr = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-        if not addr.is_global:
-            raise ToolError(
-                f"refused: {host!r} resolves to {addr}, a loopback, private or otherwise non-public address; "
-                "web_fetch reaches public hosts only. To allow this host, add it to [web] allow_private_hosts in "
-                "your user config file (subagents config show names it), or build the tool with "
-                f"web_fetch_tool(allow_private_hosts=[{host!r}]).")
-
-
-def _check_url(url: str, allowed: Collection[str]) -> tuple[str, str]:
-    parts = urlsplit(url.strip())
+        parts = urlsplit(url.strip())
+        _ = parts.port  # a port out of range or not a number raises here
+    except ValueError as e:
+        raise ToolError(f"the URL {url!r} is not valid ({e}); pass a full URL such as https://example.com/page."
+                        ) from None
     if parts.scheme not in ("http", "https"):
         raise ToolError(f"only http:// and https:// URLs can be fetched, got {url!r}.")
     if not parts.hostname:
         raise ToolError(f"the URL {url!r} has no host; pass a full URL such as https://example.com/page.")
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        raise ToolError(f"the URL {url!r} has an invalid port.") from None
-    _check_host(parts.hostname, port, allowed)
     return parts.geturl(), parts.hostname.lower()
 
 
@@ -82,46 +72,55 @@ def _to_markdown(body: str, content_type: str) -> str:
     return "\n".join(out).strip()
 
 
+def _decode_text(data: bytes, encoding: str | None) -> str:
+    try:
+        return data.decode(encoding or "utf-8", errors="replace")
+    except LookupError:  # an unknown charset, or a bytes codec such as charset=base64
+        return data.decode("utf-8", errors="replace")
+
+
 async def _fetch(url: str, allowed: Collection[str]) -> tuple[str, str, str, int, bool]:
     """``(final url, content type, text, status, truncated)``; a cross-host redirect raises ToolError."""
     import httpx
 
-    current, host = _check_url(url, allowed)
-    async with httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT_S, trust_env=False,
-                                 headers={"User-Agent": "subagents-web-fetch/1"}) as client:
+    from .web_guard import BodyDecoder, guarded_transport
+
+    current, host = _check_url(url)
+    async with httpx.AsyncClient(transport=guarded_transport(allowed), follow_redirects=False, timeout=TIMEOUT_S,
+                                 trust_env=False, headers={"User-Agent": "subagents-web-fetch/1",
+                                                           "Accept-Encoding": "gzip, deflate"}) as client:
         for _ in range(MAX_REDIRECTS + 1):
             async with client.stream("GET", current) as resp:
                 if resp.is_redirect and "location" in resp.headers:
                     target = urljoin(current, resp.headers["location"])
-                    new_url, new_host = _check_url(target, allowed)
+                    new_url, new_host = _check_url(target)
                     if new_host != host:
                         raise ToolError(f"{current} redirects to another host: {new_url}. Call web_fetch again "
                                         "with that URL if you want it.")
                     current = new_url
                     continue
-                chunks: list[bytes] = []
-                size = 0
-                truncated = False
-                async for chunk in resp.aiter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size >= MAX_BYTES:
-                        truncated = True
-                        break
                 ctype = resp.headers.get("content-type", "").lower()
-                data = b"".join(chunks)[:MAX_BYTES]
                 if ctype and not ctype.startswith(_TEXT_TYPES):
                     raise ToolError(f"{current} is {ctype.split(';')[0]}, not text or HTML; web_fetch returns "
                                     "text only.")
-                return current, ctype, data.decode(resp.encoding or "utf-8", errors="replace"), resp.status_code, \
-                    truncated
+                decoder = BodyDecoder(resp.headers.get("content-encoding", ""))
+                chunks: list[bytes] = []
+                size = 0
+                async for raw in resp.aiter_raw():  # decoded here, a bounded piece at a time (no gzip bombs)
+                    chunk = decoder.decode(raw, MAX_BYTES - size)
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size >= MAX_BYTES:
+                        break
+                return current, ctype, _decode_text(b"".join(chunks), resp.encoding), resp.status_code, \
+                    size >= MAX_BYTES
     raise ToolError(f"{url} redirected more than {MAX_REDIRECTS} times; giving up.")
 
 
 def web_fetch_tool(*, allow_private_hosts: Collection[str] = (), name: str = "web_fetch") -> FunctionTool:
     """A ``web_fetch`` tool; ``allow_private_hosts`` names hosts it may reach although they resolve to
     loopback or private addresses (e.g. ``["localhost", "127.0.0.1"]`` for a local documentation server)."""
-    allowed = frozenset(h.lower() for h in allow_private_hosts)
+    allowed = frozenset(h.strip().strip("[]").lower() for h in allow_private_hosts)
 
     async def web_fetch(url: str, prompt: str = "") -> str:
         """Fetch a web page (http or https) and return its content as Markdown.
@@ -131,14 +130,19 @@ def web_fetch_tool(*, allow_private_hosts: Collection[str] = (), name: str = "we
             prompt: what you want from the page; it is shown above the content to guide your reading.
         """
         try:
-            import httpx  # lazy: only when a page is fetched
+            import anyio  # lazy: only when a page is fetched (httpx's own dependency)
+            import httpx
             import markdownify  # noqa: F401
         except ImportError:
             raise ToolError("web_fetch needs the httpx and markdownify packages: pip install 'subagents[web]'"
                             ) from None
         try:
-            final, ctype, body, status, truncated = await _fetch(url, allowed)
-        except httpx.HTTPError as e:
+            with anyio.fail_after(TOTAL_TIMEOUT_S):
+                final, ctype, body, status, truncated = await _fetch(url, allowed)
+        except TimeoutError:
+            raise ToolError(f"fetching {url} took longer than {TOTAL_TIMEOUT_S:g} s in all; giving up (a slow or "
+                            "stalled server).") from None
+        except (httpx.HTTPError, httpx.InvalidURL) as e:
             raise ToolError(f"fetching {url} failed: {type(e).__name__}: {e}; check the URL or try later.") from None
         text = _to_markdown(body, ctype)
         if len(text) > MAX_CHARS:
