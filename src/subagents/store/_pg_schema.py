@@ -13,9 +13,12 @@ Version history (PostgreSQL numbering, independent of SQLite's):
   ``tasks``, ``task_deps``, ``team_mail``, with the same partial indexes (``runs_open``, ``runs_sweep``,
   ``tasks_claimable``, ``tasks_owned``, ``team_mail_unread``).
 
-:func:`migrate` runs at open, in one transaction, under a transaction-level advisory lock, so several
-processes opening a new database at once create the schema once.  A database written by a newer
-``subagents`` is refused (never downgraded).  To add a version: append its SQL to :data:`MIGRATIONS`.
+:func:`migrate` runs at open, in one transaction.  A database at the current version is only read (no lock, no
+``CREATE``), so a user who may only read the tables opens it.  Otherwise the change is made under a
+transaction-level advisory lock, so several processes opening a new database at once create the schema once;
+a lock held longer than the store's ``timeout`` (another process stuck in its migration) is an error, not a
+hang.  A database written by a newer ``subagents`` is refused (never downgraded).  To add a version: append its
+SQL to :data:`MIGRATIONS`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ..exceptions import StoreError
 from ._pg_support import describe, pg_error
 from ._schema import FINAL_SQL, SWEEP_KEY
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SWEEP_ORDER", "migrate", "open_schema"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SWEEP_ORDER", "migrate", "open_schema", "recorded_version"]
 
 #: The sweeper's order (:func:`~subagents.store.base.sweep_key`): run ids compared byte by byte (``"C"``), as in
 #: Python and SQLite, whatever the database's collation.  The ``runs_sweep`` index is on exactly this.
@@ -114,15 +117,28 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _LOCK_KEY = 0x5A6E_7453_7562_4147  # pg_advisory_xact_lock key: "subagents schema" (any fixed 63-bit number)
 
 
-def migrate(conn: psycopg.Connection[Any]) -> int:
+def recorded_version(conn: psycopg.Connection[Any]) -> int | None:
+    """The schema version the database records; ``None`` without a ``subagents_schema`` table."""
+    if conn.execute("SELECT to_regclass('subagents_schema') IS NOT NULL").fetchone() != (True,):
+        return None
+    row = conn.execute("SELECT max(version) FROM subagents_schema").fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def migrate(conn: psycopg.Connection[Any], lock_timeout_s: float = 0.0) -> int:
     """Bring the database to :data:`SCHEMA_VERSION` inside the caller's transaction; the version found.
 
-    Raises ``ValueError(version)`` for a newer schema, ``LookupError`` for a database that holds a
-    ``runs`` table but no schema version (not ours)."""
+    A database already at it is only read (no lock, no ``CREATE``: a user who may only read opens it).
+    Otherwise the change is made under the schema lock, waited for at most ``lock_timeout_s`` (0: without
+    a bound; then ``psycopg.errors.LockNotAvailable``).  Raises ``ValueError(version)`` for a newer schema,
+    ``LookupError`` for a database that holds a ``runs`` table but no schema version (not ours)."""
+    if recorded_version(conn) == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    if lock_timeout_s > 0:
+        conn.execute(f"SET LOCAL lock_timeout = {max(1, int(lock_timeout_s * 1000))}")
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
     conn.execute("CREATE TABLE IF NOT EXISTS subagents_schema (version INTEGER NOT NULL)")
-    row = conn.execute("SELECT max(version) FROM subagents_schema").fetchone()
-    found = int(row[0]) if row is not None and row[0] is not None else 0
+    found = recorded_version(conn) or 0
     if found > SCHEMA_VERSION:
         raise ValueError(found)
     if found == 0 and conn.execute("SELECT to_regclass('runs') IS NOT NULL").fetchone() == (True,):
@@ -135,12 +151,13 @@ def migrate(conn: psycopg.Connection[Any]) -> int:
     return found
 
 
-def open_schema(conn: psycopg.Connection[Any], url: str) -> int:
-    """Create or migrate the schema on ``conn`` (one transaction); the version found.  StoreError when it cannot."""
+def open_schema(conn: psycopg.Connection[Any], url: str, timeout: float = 10.0) -> int:
+    """Create or migrate the schema on ``conn`` (one transaction); the version found.  StoreError when it cannot
+    (also when another process has been creating or migrating it for more than ``timeout`` seconds)."""
     where = describe(url)
     try:
         with conn.transaction():
-            return migrate(conn)
+            return migrate(conn, timeout)
     except ValueError as e:
         raise StoreError(f"the run store {where} has schema version {e.args[0]}, newer than the {SCHEMA_VERSION} "
                          "this subagents understands; upgrade subagents, or point [store] url at another "
@@ -148,5 +165,9 @@ def open_schema(conn: psycopg.Connection[Any], url: str) -> int:
     except LookupError:
         raise StoreError(f"the database {where} holds a 'runs' table that is not a subagents store; point "
                          "[store] url at another database") from None
+    except psycopg.errors.LockNotAvailable:
+        raise StoreError(f"another process has been creating or migrating the tables of the run store {where} for "
+                         f"more than {timeout:g} s (it holds the schema lock); try again once it is done, or end "
+                         "that session (pg_stat_activity shows it)") from None
     except psycopg.Error as e:
         raise pg_error(url, e, "creating its tables") from None

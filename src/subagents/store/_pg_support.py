@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import unquote
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -21,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict
 from ..exceptions import StoreError
 from ._writer import Call, Writer
 
-__all__ = ["RENEW_SQL", "PgReader", "PgWriter", "clean", "connect", "describe", "pg_error"]
+__all__ = ["RENEW_SQL", "PgReader", "PgWriter", "clean", "connect", "describe", "pg_error", "redact"]
 
 #: Write (or renew) an owner lease: ``(owner, heartbeat, expires, process)``.
 RENEW_SQL = ("INSERT INTO owners (owner, heartbeat, expires, process) VALUES (%s, %s, %s, %s) ON CONFLICT (owner) "
@@ -40,20 +41,46 @@ def describe(url: str) -> str:
     except psycopg.Error:
         return "postgresql://(an invalid URL)"
     host, port = str(d.get("host") or "localhost"), d.get("port")
+    host = host.rsplit("@", 1)[-1]  # (an unencoded '@' in the password: libpq took the rest of it for the host)
     user = f"{d['user']}@" if d.get("user") else ""
     if host.startswith("/"):  # a unix socket directory
         return f"postgresql://{user}/{d.get('dbname') or ''} (socket {host}/.s.PGSQL.{port or 5432})"
     return f"postgresql://{user}{host}{f':{port}' if port else ''}/{d.get('dbname') or ''}"
 
 
+def _secrets(url: str) -> list[str]:
+    """What of ``url`` no message may show, longest first: the URL itself and its password — as libpq reads it
+    and as written (up to the URL's last ``@``: an unencoded ``@`` in it makes libpq take the rest for the host,
+    and a URL libpq cannot parse is quoted, in part or whole, by its error)."""
+    found = {url}
+    with contextlib.suppress(psycopg.Error):
+        found.add(str(conninfo_to_dict(url).get("password") or ""))
+    rest = url.partition("://")[2]
+    if "@" in rest:
+        written = rest[:rest.rindex("@")].partition(":")[2]
+        found.update((written, unquote(written), *written.split("@")))
+    return sorted((s for s in found if len(s) > 1), key=len, reverse=True)
+
+
+def redact(url: str, text: str) -> str:
+    """``text`` (a libpq or psycopg message) with ``url`` and its password left out."""
+    for secret in _secrets(url):
+        text = text.replace(secret, describe(url) if secret == url else "***")
+    return text
+
+
 def pg_error(url: str, e: BaseException, doing: str) -> StoreError:
     """A :class:`StoreError` naming the database, what went wrong and what to do."""
     where = describe(url)
-    msg = " ".join(str(e).split()) or type(e).__name__
+    msg = " ".join(redact(url, str(e)).split()) or type(e).__name__
     if isinstance(e, psycopg.OperationalError) and (e.sqlstate is None or e.sqlstate.startswith(("08", "57P"))):
         return StoreError(f"cannot reach the PostgreSQL run store {where} ({msg}) while {doing}; check that the "
                           "server runs and that the URL's host, port, user, password and database are right, "
                           "or point [store] url at another store")
+    if isinstance(e, psycopg.errors.LockNotAvailable):
+        return StoreError(f"the PostgreSQL run store {where} stayed locked by another session ({msg}) while {doing}; "
+                          "find the session that holds the lock (pg_locks, pg_stat_activity: 'idle in transaction', "
+                          "say), end it, and open the store again")
     if isinstance(e, psycopg.errors.InsufficientPrivilege):
         return StoreError(f"the PostgreSQL run store {where} refused access ({msg}) while {doing}; grant the user "
                           "CREATE and read/write rights on the database's public schema, or use another user")
@@ -108,7 +135,10 @@ class PgWriter(Writer):
 
     A connection the server dropped (a restart, a failover, a network cut) is made again and the batch
     sent again, for up to ``retry_s`` seconds, and so is a batch the server rolled back (a deadlock with
-    another machine's transaction on the same runs, say); only then does the writer fail.  A batch is written at
+    another machine's transaction on the same runs, say); only then does the writer fail.  A lock another
+    session holds on the rows a batch writes is waited for up to ``retry_s`` too (``lock_timeout``), then the
+    writer fails saying so: the lease renewal waits in the same transaction, so by then the lease has expired
+    and another machine may have taken the runs over — writing on would undo its work.  A batch is written at
     least once: if the connection broke while the server committed it, it is applied twice — harmless
     for everything a batch holds (upserts, conditional updates, deletes) except an audit entry or a
     request, which may then appear twice."""
@@ -131,6 +161,7 @@ class PgWriter(Writer):
             return
         deadline = time.monotonic() + self.retry_s
         pause = 0.05
+        cause: psycopg.Error | None = None  # why the connection could not be made again (the error to report)
         while True:
             try:
                 self._send(calls)
@@ -142,7 +173,7 @@ class PgWriter(Writer):
                 reconnect = False
             except psycopg.OperationalError as e:
                 if (not self.pg.broken and not self.pg.closed) or time.monotonic() + pause > deadline:
-                    self.error = pg_error(self.url, e, "writing to it")
+                    self.error = pg_error(self.url, cause or e, "writing to it")
                     return
                 reconnect = True
             except (psycopg.Error, ValueError, TypeError, OverflowError) as e:
@@ -153,13 +184,21 @@ class PgWriter(Writer):
             if reconnect:
                 with contextlib.suppress(psycopg.Error):
                     self.pg.close()
+                try:
                     self.pg = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)),
                                               application_name="subagents")
+                except psycopg.Error as e:
+                    cause = e
+                else:
+                    cause = None
                     self.reconnects += 1
 
     def _send(self, calls: list[Call]) -> None:
         c = self.pg
         with c.pipeline(), c.transaction(), c.cursor() as cur:
+            # a row another session keeps locked is waited for as long as a lost connection, then fails the
+            # writer: past that, the lease (renewed in this very transaction) has expired (see the class docstring)
+            cur.execute(f"SET LOCAL lock_timeout = {max(1, int(self.retry_s * 1000))}")
             for sql, params, many in calls:
                 if many:
                     cur.executemany(sql, params)

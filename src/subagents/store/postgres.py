@@ -114,7 +114,7 @@ class PostgresStore(SqlReads):
         self._team: PostgresTeamStore | None = None
         wconn = connect(url, timeout, "opening it")
         try:
-            self.migrated_from = open_schema(wconn, url)
+            self.migrated_from = open_schema(wconn, url, timeout)
             self._reader = PgReader(url, timeout)
         except BaseException:
             wconn.close()

@@ -61,7 +61,7 @@ class PostgresTeamStore(SQLTeamStore):
         self.where = describe(url)
         if not migrated:
             with contextlib.closing(connect(url, timeout, "opening it for teams")) as c:
-                open_schema(c, url)
+                open_schema(c, url, timeout)
         self._pool: ConnectionPool[Conn] | None = ConnectionPool(
             url, min_size=1, max_size=max(1, pool_size), timeout=timeout, open=False, name="subagents-teams",
             check=ConnectionPool.check_connection,  # a connection the server dropped is replaced, not handed out
