@@ -194,7 +194,7 @@ class WriterProcess:
         at = time.time()
         return RENEW, (lease[0], at, at + lease[1], lease[3]), False
 
-    def commit(self, calls: list[tuple[str, Any, bool]]) -> None:
+    def commit(self, calls: list[tuple[str, Any, bool]], *, scrubbed: bool = False) -> None:
         if not calls:
             return
         c = self.conn
@@ -211,6 +211,15 @@ class WriterProcess:
                 return
             c.execute("COMMIT")
             self.commits += 1
+        except UnicodeEncodeError as e:  # a lone surrogate (a tool's "surrogateescape" text): SQLite takes UTF-8 only
+            try:
+                c.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if scrubbed:
+                self.error = _error(e)
+            else:  # the batch again, each lone surrogate as U+FFFD: the runs are kept, not the store stopped
+                self.commit([(sql, _scrub(params), many) for sql, params, many in calls], scrubbed=True)
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
             self.error = _error(e)
             try:
@@ -258,6 +267,19 @@ class WriterProcess:
             except sqlite3.Error:
                 pass
         self.conn.close()
+
+
+def _scrub(v: Any) -> Any:
+    """``v`` (a statement's parameters) with each lone surrogate in its strings replaced by U+FFFD."""
+    if type(v) is str:
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return v
+    if type(v) in (list, tuple):
+        return type(v)(_scrub(x) for x in v)
+    return v
 
 
 def yield_cpu() -> None:
