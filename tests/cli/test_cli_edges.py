@@ -234,3 +234,21 @@ def test_the_chat_screen_does_not_pass_escape_sequences_through() -> None:
     screen = Screen(object(), out=out)  # type: ignore[arg-type]  # the prompt is not running: plain writes
     screen.say(HOSTILE)
     assert out.getvalue() == "look \\x1b]0;pwned\\x07 here \\x1b[2J\\x9b31m done\n"
+
+
+def test_agent_definitions_listed_on_a_terminal_cannot_drive_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """``agents list`` / ``show`` print a project's agent files (perhaps a cloned repository's): their escape codes
+    were sent to the terminal raw."""
+    agents = tmp_path / ".subagents" / "agents"
+    agents.mkdir(parents=True)
+    yaml_escaped = HOSTILE.replace("\x1b", "\\e").replace("\x07", "\\a").replace("\x9b", "\\x9b")  # YAML's
+    (agents / "sly.md").write_text(f'---\nname: sly\ndescription: "{yaml_escaped}"\n---\nYou are {HOSTILE}.\n')
+    monkeypatch.chdir(tmp_path)
+    for argv in (["agents", "list"], ["agents", "show", "sly"]):
+        out = Stream(tty=True)
+        code, printed, _ = run_cli(argv, None, monkeypatch, stdout=out)
+        assert code == 0, argv
+        assert "look \\x1b]0;pwned\\x07 here" in printed, argv
+        assert ESC not in printed, argv
+        assert "\x07" not in printed, argv

@@ -236,3 +236,15 @@ def test_hidden_files_in_an_agents_directory_are_not_definitions(tmp_path: Path)
     assert defs.warnings == []
     assert "reviewer" in defs.names()
     assert "draft" not in defs.names()
+
+
+def test_a_control_character_in_the_front_matter_skips_the_file_with_a_warning(tmp_path: Path) -> None:
+    """YAML's reader refuses a raw ESC as the loader is made: that escaped as a ReaderError (a traceback for every
+    command, and for every Runtime made in the project) instead of the file being skipped."""
+    agents = tmp_path / ".subagents" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "sly.md").write_text('---\nname: sly\ndescription: "look \x1b]0;pwned\x07"\n---\nYou are.\n')
+    defs = load_definitions(tmp_path, user_dir=tmp_path / "u", home=tmp_path / "h", extensions=False)
+    assert "sly" not in defs.names()
+    assert len(defs.warnings) == 1
+    assert "sly.md: invalid YAML front matter: line 3: unacceptable character #x001b" in defs.warnings[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -23,6 +24,15 @@ def _load() -> DefinitionSet:
 
     with quiet_loader():  # the loader logs each skipped file; the commands print them themselves, once
         return load_definitions(workdir().resolve())
+
+
+def _echo(text: str, *, err: bool = False) -> None:
+    """A line of a definition's text (from a project's files): on a terminal, its control characters are shown
+    escaped, not obeyed (an agent file with escape codes cannot set the title or clear the screen)."""
+    from .common import isatty
+    from .render import terminal_safe
+
+    click.echo(terminal_safe(text) if isatty(sys.stderr if err else sys.stdout) else text, err=err)
 
 
 def _known_tools() -> tuple[set[str], set[str] | None]:
@@ -48,12 +58,12 @@ def _warn(defs: DefinitionSet, names: list[str]) -> None:
     from ..definitions.toolcheck import tool_warning
 
     for w in defs.warnings:
-        click.echo(f"warning: {w}", err=True)
+        _echo(f"warning: {w}", err=True)
     known, servers = _known_tools()
     for name in names:
         msg = tool_warning(defs.by_name[name], known, mcp_servers=servers)
         if msg:
-            click.echo(f"warning: {msg}", err=True)
+            _echo(f"warning: {msg}", err=True)
 
 
 @click.group()
@@ -80,8 +90,8 @@ def list_(as_json: bool) -> int:
             tools += f" (minus {', '.join(d.disallowed_tools)})"
         if d.delegate_tools:
             tools += f"; holds for its sub-agents: {', '.join(d.delegate_tools)}"
-        click.echo(f"{name:<{width}}  {d.description}")
-        click.echo(f"{'':<{width}}  source: {d.source}; model: {d.model}; tools: {tools}")
+        _echo(f"{name:<{width}}  {d.description}")
+        _echo(f"{'':<{width}}  source: {d.source}; model: {d.model}; tools: {tools}")
         for s in defs.shadowed.get(name, []):
             click.echo(f"{'':<{width}}  shadows: {s.source}")
     return 0
@@ -97,9 +107,9 @@ def show(name: str) -> int:
     d = defs.get(name)  # DefinitionError (a UserError) -> exit 2 with the known types
     for key, value in d.to_dict().items():
         if key != "system_prompt" and value not in (None, [], ""):
-            click.echo(f"{key}: {value}")
+            _echo(f"{key}: {value}")
     for s in defs.shadowed.get(name, []):
         click.echo(f"shadows: {s.source}")
     click.echo("")
-    click.echo(d.system_prompt)
+    _echo(d.system_prompt)
     return 0

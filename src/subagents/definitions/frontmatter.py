@@ -40,8 +40,9 @@ def load_front_matter(text: str, *, first_line: int = 1, lines: dict[str, int] |
     import yaml  # lazy: only when definition files are read
 
     found: dict[str, int] = {} if lines is None else lines
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # (its reader refuses control characters as it is made)
         node = loader.get_single_node()
         if isinstance(node, yaml.MappingNode):
             for key, _ in node.value:
@@ -52,7 +53,8 @@ def load_front_matter(text: str, *, first_line: int = 1, lines: dict[str, int] |
         found.clear()
         return _lenient(text, str(strict).splitlines()[0], first_line, found)
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if meta is None:
         return {}, []
     if not isinstance(meta, dict):
