@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import pwd
 import shutil
@@ -245,3 +246,40 @@ def old_store(db: Path, version: int) -> None:
     conn.execute("INSERT INTO transcript VALUES ('019ab000-0000-7000-8000-0000eeee6666', 0, ?)",
                  ('{"role":"user","content":[{"kind":"text","text":"hi"}]}',))
     conn.close()
+
+
+def bad_stores(root: Path, table: dict[str, tuple[Callable[[Path], object], str]]
+               ) -> Iterator[tuple[str, Path, str, bool]]:
+    """Each bad file of ``table`` made in a directory of its own under ``root``: its name, its path, what a command
+    says about it, and whether there is no store at all there (no file, an empty one, an empty database)."""
+    for name, (make, said) in table.items():
+        where = root / name.replace(" ", "-").replace(",", "")
+        where.mkdir()
+        db = where / "state.db"
+        make(db)
+        yield name, db, said.format(db=db), name in ("missing", "empty file", "empty database")
+
+
+def refused(code: int, out: str, err: str, message: str, *, json_out: bool, label: object) -> None:
+    """Exit 2 with ``message`` as the one error: a JSON error object on stdout with ``--json``, else one stderr line;
+    no traceback."""
+    assert "Traceback" not in out + err, label
+    assert code == 2, (label, out, err)
+    if json_out:
+        e = json.loads(out)
+        assert (e["kind"], e["exit_code"]) == ("error", 2)
+        assert e["message"].startswith(message), (label, e)
+    else:
+        assert err.startswith(f"error: {message}"), (label, err)
+        assert err.count("\n") == 1, (label, err)
+
+
+def found_none(code: int, out: str, err: str, message: str, *, what: str, json_out: bool, label: object) -> None:
+    """``list`` where there is no store: exit 0 and "No <what>: <message>" (``--json``: ``[]``, the sentence on
+    stderr); no traceback."""
+    assert "Traceback" not in out + err, label
+    assert code == 0, (label, out, err)
+    if json_out:
+        assert (out, err.startswith(f"No {what}: {message}")) == ("[]\n", True), (label, out, err)
+    else:
+        assert out.startswith(f"No {what}: {message}"), (label, out, err)

@@ -21,7 +21,20 @@ from subagents.messages import Message
 from subagents.store._schema import SCHEMA_VERSION
 from subagents.store.sqlite import SQLiteStore
 
-from .readonly_harness import BAD, Reader, Shared, as_reader, files, here, not_own, old_store, unprivileged
+from .readonly_harness import (
+    BAD,
+    Reader,
+    Shared,
+    as_reader,
+    bad_stores,
+    files,
+    found_none,
+    here,
+    not_own,
+    old_store,
+    refused,
+    unprivileged,
+)
 from .test_runs import KID2, ROOT, rec, seed
 
 READS: list[tuple[list[str], int, str]] = [
@@ -170,37 +183,19 @@ def test_a_file_that_is_no_store_is_refused_clearly_and_left_as_it_is(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """A reading command on a path where there is no store to read — even one it could write — says what it found
     and what to do, creates nothing and changes nothing: list says "No runs" for no store at all, the rest fail."""
-    for name, (make, said) in BAD.items():
-        where = tmp_path / name.replace(" ", "-")
-        where.mkdir()
-        db = where / "state.db"
-        make(db)
-        before = files(where)
-        message = said.format(db=db)
-        nothing = name in ("missing", "empty file", "empty database")
+    for name, db, message, nothing in bad_stores(tmp_path, BAD):
+        before = files(db.parent)
         for args in (["list"], ["list", "--json"], ["show", "explore-ada"], ["tree", "1111"],
                      ["tail", "explore-ada", "--no-follow"], ["wait", "explore-ada"],
                      ["timeline", "1111", "--html", str(tmp_path / "t.html")]):
             code = main(["runs", "--store", f"sqlite:///{db}", *args])
             got = capsys.readouterr()
-            label = (name, args)
-            assert "Traceback" not in got.out + got.err, label
+            label, as_json = (name, args), "--json" in args
             if args[0] == "list" and nothing:
-                assert code == 0, label
-                if "--json" in args:
-                    assert (got.out, got.err.startswith(f"No runs: {message}")) == ("[]\n", True), (label, got)
-                else:
-                    assert got.out.startswith(f"No runs: {message}"), (label, got)
-            elif "--json" in args:
-                assert code == 2, (label, got)
-                err = json.loads(got.out)
-                assert (err["kind"], err["exit_code"]) == ("error", 2)
-                assert err["message"].startswith(message), (label, err)
+                found_none(code, got.out, got.err, message, what="runs", json_out=as_json, label=label)
             else:
-                assert code == 2, (label, got)
-                assert got.err.startswith(f"error: {message}"), (label, got)
-                assert got.err.count("\n") == 1, (label, got)
-            assert files(where) == before, label
+                refused(code, got.out, got.err, message, json_out=as_json, label=label)
+            assert files(db.parent) == before, label
             assert not (tmp_path / "t.html").exists()
 
 

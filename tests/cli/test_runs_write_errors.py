@@ -18,7 +18,7 @@ from subagents.exceptions import StoreError
 from subagents.store._schema import SCHEMA_VERSION
 from subagents.store.sqlite import SQLiteStore
 
-from .readonly_harness import BAD, Ran, Reader, Shared, as_reader, files
+from .readonly_harness import BAD, Ran, Reader, Shared, as_reader, bad_stores, files
 from .test_runs import seed
 
 WRITES: list[list[str]] = [["cancel", "explore-grace"], ["resume", "explore-ada", "go on"], ["sweep"]]
@@ -118,14 +118,8 @@ def test_a_file_that_is_no_store_is_refused_and_left_as_it_is(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """Where the command could write: no store (no file, an empty one, an empty database) is not made one — cancel and
     resume have no run to find, sweep nothing to sweep —, a file that is no store or a newer one is refused."""
-    for name, (make, said) in FILES.items():
-        where = tmp_path / name.replace(" ", "-").replace(",", "")
-        where.mkdir()
-        db = where / "state.db"
-        make(db)
-        before = files(where)
-        message = said.format(db=db)
-        nothing = name in ("missing", "empty file", "empty database")
+    for name, db, message, nothing in bad_stores(tmp_path, FILES):
+        before = files(db.parent)
         for args in WRITES:
             code = main(["runs", "--store", f"sqlite:///{db}", *args])
             got = capsys.readouterr()
@@ -136,4 +130,4 @@ def test_a_file_that_is_no_store_is_refused_and_left_as_it_is(tmp_path: Path,
                 assert got.out.startswith(f"Nothing to sweep: {message}"), (label, got)
             else:
                 one_error(Ran(code, got.out, got.err), message)
-            assert files(where) == before, label
+            assert files(db.parent) == before, label

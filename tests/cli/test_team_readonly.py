@@ -19,7 +19,7 @@ from subagents.store.sqlite import SQLiteStore
 from subagents.teams import open_team_store
 from subagents.teams.model import MemberRecord, MemberStatus
 
-from .readonly_harness import BAD, Shared, as_reader, files, here, not_own, old_store
+from .readonly_harness import BAD, Shared, as_reader, bad_stores, files, found_none, here, not_own, old_store, refused
 from .test_runs import KID, KID2, ROOT, seed
 
 
@@ -128,35 +128,17 @@ def test_a_file_that_is_no_store_is_refused_clearly_and_left_as_it_is(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """What the reading `runs` commands say, `team` says: `list` says "No teams" when there is no store (no file, an
     empty one), `show` fails; nothing is created or changed — even where the command could write."""
-    for name, (make, said) in BAD.items():
-        where = tmp_path / name.replace(" ", "-")
-        where.mkdir()
-        db = where / "state.db"
-        make(db)
-        before = files(where)
-        message = said.format(db=db)
-        nothing = name in ("missing", "empty file", "empty database")
+    for name, db, message, nothing in bad_stores(tmp_path, BAD):
+        before = files(db.parent)
         for args in (["list"], ["list", "--json"], ["show", "crew"], ["show", "crew", "--json"]):
             code = team(db, *args)
             got = capsys.readouterr()
-            label = (name, args)
-            assert "Traceback" not in got.out + got.err, label
+            label, as_json = (name, args), "--json" in args
             if args[0] == "list" and nothing:
-                assert code == 0, (label, got)
-                if "--json" in args:
-                    assert (got.out, got.err.startswith(f"No teams: {message}")) == ("[]\n", True), (label, got)
-                else:
-                    assert got.out.startswith(f"No teams: {message}"), (label, got)
-            elif "--json" in args:
-                assert code == 2, (label, got)
-                err = json.loads(got.out)
-                assert (err["kind"], err["exit_code"]) == ("error", 2)
-                assert err["message"].startswith(message), (label, err)
+                found_none(code, got.out, got.err, message, what="teams", json_out=as_json, label=label)
             else:
-                assert code == 2, (label, got)
-                assert got.err.startswith(f"error: {message}"), (label, got)
-                assert got.err.count("\n") == 1, (label, got)
-            assert files(where) == before, label
+                refused(code, got.out, got.err, message, json_out=as_json, label=label)
+            assert files(db.parent) == before, label
 
 
 @pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
