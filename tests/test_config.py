@@ -94,7 +94,7 @@ input = 1
 output = 2.5
 """)
     env |= {"OPENAI_API_KEY": "sk-proj-abcdefghijklmnop", "ANTHROPIC_API_KEY": "sk-ant-0123456789xyz"}
-    s = load_settings(project, env=env)
+    s = load_settings(project, env=env, trust=True)
     assert s.providers == {
         "openai": {"base_url": "http://localhost:11434/v1", "max_retries": 0, "timeout_s": 30.0,
                    "api_key": "sk-proj-abcdefghijklmnop"},
@@ -224,7 +224,7 @@ def test_permission_sandbox_and_limit_keys(dirs: tuple[Path, Path, dict[str, str
                                       '[limits]\nmax_turns = 0\nroot_max_turns = 9\n'
                                       '[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = "g.sh"\ntimeout_s = 5\n'
                                       '[[hooks.PreToolUse]]\ncommand = "h.sh"\non_error = "block"\n')
-    s = load_settings(project, env={**env, "SUBAGENTS_PERMISSION_MODE": "acceptEdits"})
+    s = load_settings(project, env={**env, "SUBAGENTS_PERMISSION_MODE": "acceptEdits"}, trust=True)
     assert (s.permission_mode, s.sources["permissions.mode"]) == ("autoEdit", "env SUBAGENTS_PERMISSION_MODE")
     assert s.allow == ["bash(ls*)", "write_file"]  # lists add up: user file, then project file
     assert s.sources["permissions.allow"] == f"{uf}, {pf}"

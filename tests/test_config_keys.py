@@ -71,7 +71,7 @@ def test_every_key_loads_from_a_file_with_its_type(key: Key, project: tuple[Path
     home = root / "xdg" / "subagents" if key.user_only else root / ".subagents"
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f"[{key.section}]\n{key.name} = {toml}\n", encoding="utf-8")
-    s = load_settings(root, env=env)
+    s = load_settings(root, env=env, trust=True)
     got = getattr(s, key.field or "")
     assert got == loaded(key, value)
     assert s.sources[key.dotted] == str(home / "config.toml")

@@ -47,7 +47,7 @@ def test_the_hook_example(tmp_path: Path) -> None:
 def test_the_toml_examples_load(tmp_path: Path, i: int) -> None:
     (tmp_path / ".subagents").mkdir()
     (tmp_path / ".subagents" / "config.toml").write_text(blocks("permissions.md", "toml")[i])
-    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
     if i == 0:
         assert s.allow[0] == "bash(git status*)"
         assert s.approval_timeout_s == 300
@@ -58,7 +58,7 @@ def test_the_toml_examples_load(tmp_path: Path, i: int) -> None:
 def test_the_security_toml_example_loads(tmp_path: Path) -> None:
     (tmp_path / ".subagents").mkdir()
     (tmp_path / ".subagents" / "config.toml").write_text(blocks("security.md", "toml")[0])
-    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
     assert (s.sandbox_mode, s.sandbox_network, s.protect) == ("auto", False, ["deploy", "secrets.env"])
     assert s.env_passthrough == ["CARGO_HOME", "MYAPP_*"]
 
@@ -93,7 +93,7 @@ def test_the_mcp_configuration_examples_load(tmp_path: Path) -> None:
     toml = blocks("integrations.md", "toml")
     (tmp_path / ".subagents").mkdir()
     (tmp_path / ".subagents" / "config.toml").write_text(toml[0] + toml[1])
-    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
     gh, docs = s.mcp_servers["github"], s.mcp_servers["docs"]
     assert (gh.command, gh.args, gh.network, gh.transport) == ("github-mcp-server", ("stdio",), True, "stdio")
     assert (docs.url, docs.timeout_s, docs.transport) == ("http://127.0.0.1:8000/mcp", 30.0, "http")
@@ -118,7 +118,7 @@ def test_the_telemetry_and_client_configuration_examples_parse(tmp_path: Path) -
     assert claude["args"][0] == "serve"
     (tmp_path / ".subagents").mkdir()
     (tmp_path / ".subagents" / "config.toml").write_text(toml[3])
-    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
     assert (s.otlp_endpoint, s.capture_content, s.telemetry_service_name) == (
         "http://localhost:4318", False, "subagents")
 

@@ -56,7 +56,7 @@ DOC_MODULES = [
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
     "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",
     "subagents.sandbox.env", "subagents.sandbox.policy", "subagents.sandbox.workspace", "subagents.engines.local",
-    "subagents.engines.inline", "subagents.ids", "subagents.runtime.notices",
+    "subagents.engines.inline", "subagents.ids", "subagents.runtime.notices", "subagents.trust",
 ]
 
 

@@ -38,7 +38,7 @@ def test_quickstart_runs(tmp_path: Path) -> None:
 def test_readme_config_example_loads(tmp_path: Path) -> None:
     (tmp_path / ".subagents").mkdir()
     (tmp_path / ".subagents" / "config.toml").write_text(block("toml"), encoding="utf-8")
-    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
     assert s.model_default == "anthropic:claude-sonnet-4-5"
     assert s.providers["openai"]["base_url"] == "http://localhost:11434/v1"
     assert s.pricing == {"my-local-model": {"input": 0.0, "output": 0.0}}

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PROVIDER_KEYS", "ProviderKey", "check_value", "hint", "provider_keys_table", "quote", "show"]
+__all__ = ["NO_MODEL_HELP", "PROVIDER_KEYS", "ProviderKey", "check_value", "hint", "mask_secret", "mcp_shown",
+           "provider_keys_table", "quote", "show"]
 
 # The adapters' defaults (seconds, counts), named once.
 MAX_RETRIES = 4
@@ -131,3 +132,33 @@ def quote(name: str) -> str:
 def hint(word: str, choices: Any) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def mask_secret(value: str) -> str:
+    """``sk-ant-api03-abcd…wxyz`` -> ``****wxyz`` (short values are masked whole)."""
+    return "****" + value[-4:] if len(value) >= 12 else "****"
+
+
+def mcp_shown(cfg: Any, masked: bool) -> dict[str, Any]:
+    """An MCP server as ``config show`` prints it: its command line or URL; env and header values masked."""
+    shown: dict[str, Any] = {"url": cfg.url} if cfg.url else {"command": [cfg.command, *cfg.args]}
+    for kind in ("env", "headers"):  # tokens live here (GITHUB_TOKEN, Authorization)
+        table = getattr(cfg, kind)
+        if table:
+            shown[kind] = {k: mask_secret(v) if masked else v for k, v in table.items()}
+    return shown
+
+
+NO_MODEL_HELP = """\
+no model is configured.
+Configure one in any of these ways:
+  Anthropic:    export ANTHROPIC_API_KEY=...  and pass  --model anthropic:claude-sonnet-4-5
+  OpenAI:       export OPENAI_API_KEY=...     and pass  --model openai:gpt-4.1
+  Local server (Ollama, vLLM, llama.cpp, LM Studio; OpenAI-compatible):
+                --model openai:<model>@http://localhost:11434/v1
+  A default for every run: put
+                [model]
+                default = "anthropic:claude-sonnet-4-5"
+                in .subagents/config.toml, or export SUBAGENTS_MODEL=anthropic:claude-sonnet-4-5
+To try subagents offline first, without any model or key, run:  subagents demo"""
+"""What to do when no model is configured (the CLI and ``Runtime`` both say it)."""

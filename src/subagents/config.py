@@ -22,18 +22,22 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ._config_values import NO_MODEL_HELP, mask_secret
 from ._config_values import check_value as _check
 from ._config_values import hint as _hint
+from ._config_values import mcp_shown as _mcp_shown
 from ._config_values import quote as _quote
 from ._config_values import show as _show
 from .authority.names import HOOK_EVENTS, MODE_ALIASES, MODES, canonical_mode
 from .config_keys import ENV_VARS, KEYS, PROVIDERS, TABLE_SECTIONS, Key, keys_of, summary
-from .exceptions import ConfigError
+from .exceptions import ConfigError, UntrustedProjectWarning
+from .trust import is_trusted, mcp_json_ignored, needs_trust, untrusted_note
 
 __doc__ = (__doc__ or "").format(keys=summary())
 
@@ -54,19 +58,6 @@ def _d(dotted: str) -> Any:
     return _FIXED[dotted].default
 
 
-NO_MODEL_HELP = """\
-no model is configured.
-Configure one in any of these ways:
-  Anthropic:    export ANTHROPIC_API_KEY=...  and pass  --model anthropic:claude-sonnet-4-5
-  OpenAI:       export OPENAI_API_KEY=...     and pass  --model openai:gpt-4.1
-  Local server (Ollama, vLLM, llama.cpp, LM Studio; OpenAI-compatible):
-                --model openai:<model>@http://localhost:11434/v1
-  A default for every run: put
-                [model]
-                default = "anthropic:claude-sonnet-4-5"
-                in .subagents/config.toml, or export SUBAGENTS_MODEL=anthropic:claude-sonnet-4-5
-To try subagents offline first, without any model or key, run:  subagents demo"""
-"""What to do when no model is configured (the CLI and ``Runtime`` both say it)."""
 
 
 def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -74,21 +65,6 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if env is None else env
     base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "subagents"
-
-
-def mask_secret(value: str) -> str:
-    """``sk-ant-api03-abcd…wxyz`` -> ``****wxyz`` (short values are masked whole)."""
-    return "****" + value[-4:] if len(value) >= 12 else "****"
-
-
-def _mcp_shown(cfg: Any, masked: bool) -> dict[str, Any]:
-    """An MCP server as ``config show`` prints it: its command line or URL; env and header values masked."""
-    shown: dict[str, Any] = {"url": cfg.url} if cfg.url else {"command": [cfg.command, *cfg.args]}
-    for kind in ("env", "headers"):  # tokens live here (GITHUB_TOKEN, Authorization)
-        table = getattr(cfg, kind)
-        if table:
-            shown[kind] = {k: mask_secret(v) if masked else v for k, v in table.items()}
-    return shown
 
 
 @dataclass(slots=True)
@@ -136,6 +112,8 @@ class Settings:
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # [mcp.servers.NAME]: name -> mcp.McpServerConfig
     announce_steer: bool = _d("announce.steer")
     web_allow_private_hosts: list[str] = field(default_factory=list)
+    trusted: bool = True  # the project's settings were all applied (subagents.trust); load_settings decides
+    ignored: dict[str, str] = field(default_factory=dict)  # what an untrusted project asked for -> its file
 
     def items(self, *, masked: bool = True) -> Iterator[tuple[str, Any, str]]:
         """``(dotted key, value, source)`` for every setting; API keys masked unless ``masked=False``."""
@@ -183,19 +161,24 @@ _check_table_matches_settings()
 
 
 def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, str] | None = None,
-                  overrides: Mapping[str, Any] | None = None) -> Settings:
+                  overrides: Mapping[str, Any] | None = None, trust: bool | None = None) -> Settings:
     """Effective settings for a project directory.
 
     ``env`` defaults to ``os.environ`` (its ``XDG_CONFIG_HOME`` also locates the user file).
     ``overrides`` take Settings field names (``max_threads``) or dotted keys (``agents.max_threads``);
-    ``None`` values are ignored.  Raises :class:`ConfigError` for any bad file, variable or argument.
+    ``None`` values are ignored.  ``trust``: whether the project's settings may widen what agents can do
+    (:mod:`subagents.trust`; ``None``: when the user listed the directory as trusted); the ones ignored are
+    in :attr:`Settings.ignored`, and an :class:`~subagents.exceptions.UntrustedProjectWarning` names them.
+    Raises :class:`ConfigError` for any bad file, variable or argument.
     """
     environ = os.environ if env is None else env
     s = Settings()
     for key in _FIXED:
         s.sources[key] = "default"
     user_file = user_config_dir(environ) / "config.toml"
-    for path in (user_file, Path(workdir).resolve() / ".subagents" / "config.toml"):
+    project = Path(workdir).resolve()
+    s.trusted = is_trusted(project, user_file.parent) if trust is None else trust
+    for path in (user_file, project / ".subagents" / "config.toml"):
         if path.is_file():
             _apply_file(s, path, user=path == user_file)
         elif path.exists() or path.is_symlink():  # a directory, a FIFO (reading it would block), a broken link
@@ -213,6 +196,10 @@ def load_settings(workdir: str | os.PathLike[str] = ".", *, env: Mapping[str, st
             raise ConfigError(f"unknown setting {name!r} passed as an argument{_hint(name, _FIELD_KEYS)}; "
                               f"known settings: {', '.join(sorted(_FIELD_KEYS))}")
         _set(s, key, value, "argument", f"argument {name}")
+    if not s.trusted:
+        s.ignored.update(mcp_json_ignored(project / ".mcp.json"))
+        if s.ignored:
+            warnings.warn(UntrustedProjectWarning(untrusted_note(project, s.ignored)), stacklevel=2)
     return s
 
 
@@ -249,30 +236,48 @@ def _apply_file(s: Settings, path: Path, *, user: bool = False) -> None:
                               f"known sections: {', '.join(_SECTIONS)}")
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: {section} must be a table ([{section}]), got {_show(table)}")
+        gated = not user and not s.trusted  # settings that widen what agents may do need trust
         if section in ("providers", "pricing"):
-            _apply_nested(s, path, section, table)
+            _apply_nested(s, path, section, table, gated)
             continue
         if section == "hooks":
-            _apply_hooks(s, path, table)
+            _apply_hooks(s, path, table, gated)
             continue
         if section == "mcp":  # [mcp.servers.NAME]: checked by the MCP package (imports no SDK)
-            from .mcp.config import parse_mcp_section
-
-            s.mcp_servers.update(parse_mcp_section(table, src))
-            s.sources.update({f"mcp.servers.{name}": src for name in table.get("servers", {})})
+            _apply_mcp(s, table, src, gated)
             continue
-        known = [k.split(".", 1)[1] for k in _FIXED if k.startswith(section + ".")]
-        for key, value in table.items():
-            if key not in known:
-                raise ConfigError(f"{path}: unknown key [{section}] {key}{_hint(key, known)}; "
-                                  f"known keys of [{section}]: {', '.join(known)}")
-            if _FIXED[f"{section}.{key}"].user_only and not user:
-                raise ConfigError(f"{path}: [{section}] {key} is read only from your user config file "
-                                  f"({user_config_dir() / 'config.toml'}), never from a project's; move it there")
-            _set(s, f"{section}.{key}", value, src, f"{path}: [{section}] {key}")
+        _apply_plain(s, path, section, table, user=user, gated=gated)
 
 
-def _apply_hooks(s: Settings, path: Path, table: dict[str, Any]) -> None:
+def _apply_mcp(s: Settings, table: dict[str, Any], src: str, gated: bool) -> None:
+    from .mcp.config import parse_mcp_section
+
+    servers = parse_mcp_section(table, src)
+    if gated:
+        s.ignored.update({f"MCP server {name!r}": src for name in servers})
+        return
+    s.mcp_servers.update(servers)
+    s.sources.update({f"mcp.servers.{name}": src for name in table.get("servers", {})})
+
+
+def _apply_plain(s: Settings, path: Path, section: str, table: dict[str, Any], *, user: bool, gated: bool) -> None:
+    known = [k.split(".", 1)[1] for k in _FIXED if k.startswith(section + ".")]
+    for key, value in table.items():
+        if key not in known:
+            raise ConfigError(f"{path}: unknown key [{section}] {key}{_hint(key, known)}; "
+                              f"known keys of [{section}]: {', '.join(known)}")
+        if _FIXED[f"{section}.{key}"].user_only and not user:
+            raise ConfigError(f"{path}: [{section}] {key} is read only from your user config file "
+                              f"({user_config_dir() / 'config.toml'}), never from a project's; move it there")
+        label = f"{path}: [{section}] {key}"
+        if gated and needs_trust(f"{section}.{key}", value):
+            _set(Settings(), f"{section}.{key}", value, str(path), label)  # a bad value is an error all the same
+            s.ignored[f"[{section}] {key} = {_show(value)}"] = str(path)
+            continue
+        _set(s, f"{section}.{key}", value, str(path), label)
+
+
+def _apply_hooks(s: Settings, path: Path, table: dict[str, Any], gated: bool) -> None:
     known = _NESTED["hooks"]
     for event, hooks in table.items():
         if event not in HOOK_EVENTS:
@@ -299,12 +304,15 @@ def _apply_hooks(s: Settings, path: Path, table: dict[str, Any]) -> None:
                     raise ConfigError(f"{where} {key} must be {_article(kind)}{kind}, got {_show(value)}") from None
             if not h.get("command", "").strip():
                 raise ConfigError(f"{where} needs a command (the program to run, e.g. command = \"./guard.sh\")")
+            if gated:
+                s.ignored[f"{event} hook {_show(h['command'])}"] = str(path)
+                continue
             bucket = s.hooks.setdefault(event, [])
             s.sources[f"hooks.{event}[{len(bucket)}]"] = str(path)
             bucket.append(h)
 
 
-def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any]) -> None:
+def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any], gated: bool) -> None:
     known = _NESTED[section]
     required = [k for k, spec in known.items() if spec.required]
     for name, sub in table.items():
@@ -321,6 +329,10 @@ def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any]) 
             if key not in known:
                 raise ConfigError(f"{path}: unknown key [{label}] {key}{_hint(key, list(known))}; "
                                   f"known keys: {', '.join(known)}")
+            if gated and needs_trust(f"{section}.{name}.{key}", value):
+                _set(Settings(), f"{section}.{name}.{key}", value, str(path), f"{path}: [{label}] {key}")
+                s.ignored[f"[{label}] {key}"] = str(path)  # (its value may be a secret: not shown)
+                continue
             _set(s, f"{section}.{name}.{key}", value, str(path), f"{path}: [{label}] {key}")
 
 

@@ -53,6 +53,9 @@ class Key:
     """Each table of a table-of-tables section must set it."""
     shown: str | None = None
     """The default as the docs show it, when it is not a plain value."""
+    trust: str | None = None
+    """When a project file's value is applied only in a trusted project (a condition of
+    :data:`subagents.trust.WHEN`: ``always``, ``true``, ``non-empty``, ``off``, ``wider mode``, ``base URL``)."""
 
     @property
     def dotted(self) -> str:
@@ -97,7 +100,7 @@ def _one_of(*names: str) -> str:
 _LIST = "list of strings"
 _FIXED: tuple[Key, ...] = (
     Key("model", "default", "string", None, "the model of every run that names none (`provider:model[@base_url]`)",
-        env="SUBAGENTS_MODEL", field="model_default"),
+        env="SUBAGENTS_MODEL", field="model_default", trust="base URL"),
     Key("agents", "max_threads", "positive integer", 4,
         "sub-agents running at once (root agents hold no slot; on the Temporal engine: per tree, the root's "
         "worker's value)",
@@ -113,11 +116,11 @@ _FIXED: tuple[Key, ...] = (
         field="result_max_chars"),
     Key("store", "url", "string", None, "the run store: `sqlite:///<path>`, `postgresql://user@host/db` or `memory://`",
         env="SUBAGENTS_STORE",
-        field="store_url", shown='"sqlite:///.subagents/state.db"'),
+        field="store_url", trust="always", shown='"sqlite:///.subagents/state.db"'),
     Key("engine", "url", "string", None,
         "where agents run: unset, the local asyncio engine; `temporal://host:7233?namespace=default&task_queue="
         "subagents`, Temporal workers (`subagents worker`; needs the `temporal` extra)",
-        env="SUBAGENTS_ENGINE", field="engine_url"),
+        env="SUBAGENTS_ENGINE", field="engine_url", trust="always"),
     Key("store", "on_restart", _one_of("resume", "mark_interrupted"), "resume",
         "what happens to the runs a dead process left unfinished", field="on_restart"),
     Key("cleanup", "archive_after_minutes", "non-negative number", 60.0,
@@ -134,36 +137,39 @@ _FIXED: tuple[Key, ...] = (
         field="root_max_turns"),
     Key("permissions", "mode", _one_of(*_MODE_NAMES), "default",
         "`plan`, `default`, `autoEdit` or `yolo` (see docs/permissions.md)", env="SUBAGENTS_PERMISSION_MODE",
-        field="permission_mode"),
+        field="permission_mode", trust="wider mode"),
     Key("permissions", "allow", _LIST, [], "rules of calls that run without asking, e.g. `bash(git status*)`",
-        field="allow"),
+        field="allow", trust="non-empty"),
     Key("permissions", "ask", _LIST, [], "rules of calls that always ask", field="ask"),
     Key("permissions", "deny", _LIST, [], "rules of calls that are refused", field="deny"),
     Key("permissions", "approval_timeout_s", "non-negative number", None,
         "seconds an approval may wait before the call is denied (unset: no limit on a terminal)",
         field="approval_timeout_s"),
     Key("sandbox", "mode", _one_of("auto", "bwrap", "landlock", "off"), "auto",
-        "how the shell is confined (see docs/security.md)", env="SUBAGENTS_SANDBOX", field="sandbox_mode"),
-    Key("sandbox", "network", "boolean", False, "the shell may use the network", field="sandbox_network"),
+        "how the shell is confined (see docs/security.md)", env="SUBAGENTS_SANDBOX", field="sandbox_mode",
+        trust="off"),
+    Key("sandbox", "network", "boolean", False, "the shell may use the network", field="sandbox_network",
+        trust="true"),
     Key("sandbox", "protect", _LIST, [], "more paths no agent tool may write", field="protect"),
     Key("sandbox", "unprotect", _LIST, [], "default protected paths to release (user file only)",
         field="unprotect", user_only=True),
     Key("sandbox", "deny_read", _LIST, [], "more paths no agent tool may read", field="deny_read"),
     Key("sandbox", "env_passthrough", _LIST, [], "environment variables (or `PREFIX_*` patterns) the shell keeps",
-        field="env_passthrough"),
+        field="env_passthrough", trust="non-empty"),
     Key("sandbox", "allow_git", "boolean", False, "the shell may write `.git` (never its hooks or config)",
-        field="allow_git"),
+        field="allow_git", trust="true"),
     Key("sandbox", "allow_hardlinks", "boolean", False, "the file tools may write files with several hard links",
-        field="allow_hardlinks"),
+        field="allow_hardlinks", trust="true"),
     Key("sandbox", "allow_other_devices", "boolean", False,
-        "the file tools may write files on another file system than the workspace's", field="allow_other_devices"),
+        "the file tools may write files on another file system than the workspace's", field="allow_other_devices",
+        trust="true"),
     Key("telemetry", "otlp_endpoint", "string", None,
         "OTLP/HTTP endpoint that receives OpenTelemetry traces of every agent run (e.g. `http://localhost:4318`); "
         "unset: no tracing, and OpenTelemetry is not imported. Needs the `otel` extra",
-        env="OTEL_EXPORTER_OTLP_ENDPOINT", field="otlp_endpoint"),
+        env="OTEL_EXPORTER_OTLP_ENDPOINT", field="otlp_endpoint", trust="always"),
     Key("telemetry", "capture_content", "boolean", False,
         "put prompts, model answers, tool arguments and results into the spans (they may hold secrets)",
-        env="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", field="capture_content"),
+        env="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", field="capture_content", trust="true"),
     Key("telemetry", "service_name", "string", "subagents", "`service.name` of the traces",
         env="OTEL_SERVICE_NAME", field="telemetry_service_name"),
     Key("web", "allow_private_hosts", _LIST, [],
@@ -174,7 +180,8 @@ _FIXED: tuple[Key, ...] = (
 
 _PROVIDER: tuple[Key, ...] = tuple(
     Key("providers.*", name, spec.kind, None, spec.meaning, shown=spec.default,
-        env="{PROVIDER}_API_KEY" if name == "api_key" else None)
+        env="{PROVIDER}_API_KEY" if name == "api_key" else None,
+        trust="always" if name in ("api_key", "base_url") else None)
     for name, spec in PROVIDER_KEYS.items())
 
 _PRICE = "non-negative number"
@@ -218,11 +225,21 @@ def _label(k: Key) -> str:
     return f"`{head} {k.name}`"
 
 
+_TRUST_NOTE = {"always": "any value", "true": "`true`", "non-empty": "any entry", "off": "`off`",
+               "wider mode": "`autoEdit` or `yolo`", "base URL": "a model with `@<base_url>`"}
+
+
+def _doc(k: Key) -> str:
+    if k.trust is None:
+        return k.doc
+    return f"{k.doc}. *From a project file, {_TRUST_NOTE[k.trust]} applies only in a trusted project*"
+
+
 def markdown_table() -> str:
     """:data:`KEYS` as the Markdown table of docs/configuration.md."""
     rows = [("Key", "Type", "Default", "Environment", "Meaning")]
     rows += [(_label(k), k.kind + (", required" if k.required else ""), k.shown_default,
-              " / ".join(f"`{v}`" for v in k.env_vars), k.doc) for k in KEYS]
+              " / ".join(f"`{v}`" for v in k.env_vars), _doc(k)) for k in KEYS]
     lines = ["| " + " | ".join(r) + " |" for r in rows]
     lines.insert(1, "|" + "|".join("---" for _ in rows[0]) + "|")
     return "\n".join(lines)

@@ -28,6 +28,7 @@ __all__ = [
     "SubagentsError",
     "ToolError",
     "UnconfinedShellWarning",
+    "UntrustedProjectWarning",
     "UserError",
 ]
 
@@ -79,6 +80,10 @@ class LimitExceeded(SubagentsError):
 
 class UnconfinedShellWarning(UserWarning):
     """Warned by every ``Runtime`` whose shell runs unconfined (``[sandbox] mode = "off"``)."""
+
+
+class UntrustedProjectWarning(UserWarning):
+    """Warned when settings of a project that is not trusted were ignored (see :mod:`subagents.trust`)."""
 
 
 class ToolError(SubagentsError):

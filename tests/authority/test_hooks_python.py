@@ -263,7 +263,7 @@ async def test_from_config_with_the_settings_dicts(tmp_path: Path) -> None:
                    '[[hooks.PreToolUse]]\nmatcher = "write_file|edit_file"\ncommand = "exit 7"\n'
                    'timeout_s = 5\non_error = "block"\n'
                    '[[hooks.Stop]]\ncommand = "true"\n')
-    s = load_settings(project, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    s = load_settings(project, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")}, trust=True)
     h = Hooks.from_config(s.hooks, sources=s.sources, cwd=project)
     assert [(sp.event, sp.matcher, sp.timeout_s, sp.on_error) for sp in h.specs] == [
         ("PreToolUse", "bash", 30.0, "allow"), ("PreToolUse", "write_file|edit_file", 5, "block"),

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from subagents import HookInput, HookResult, Outcome, Runtime
+from subagents.config import user_config_dir
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.events import Event
+from subagents.trust import add_trusted
 
 
 def results(req: ModelRequest) -> list[str]:
@@ -45,7 +47,7 @@ async def test_a_pre_tool_use_hook_that_exits_2_stops_bash_and_the_model_sees_wh
            "cat > /dev/null\necho 'no network tools: use the cached copy' >&2\nexit 2\n")
     config(workdir, '[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = ".subagents/hooks/guard.sh"\n')
     async with Runtime(one_call("bash", {"command": "touch ran"}), workdir=workdir, store="memory://",
-                       permission_mode="yolo") as rt:
+                       permission_mode="yolo", trust_project=True) as rt:
         r = await rt.run("go")
         audit = rt.store.audit_of(r.id)
     assert r.text == "bash was not run: a PreToolUse hook blocked it: no network tools: use the cached copy"
@@ -175,7 +177,7 @@ async def test_hook_errors_are_reported_and_on_error_decides(workdir: Path, tmp_
                                                          ToolCall("write_file", {"path": "a", "content": "x"})])
                           if not results(req) else ModelResponse(" | ".join(results(req))))
     async with Runtime(model, workdir=workdir, store="memory://", permission_mode="yolo",
-                       on_event=events.append) as rt:
+                       on_event=events.append, trust_project=True) as rt:
         r = await rt.run("go")
         audit = [a.data for a in rt.store.audit_of(r.id) if a.kind == "hook_error"]
     assert r.outcome is Outcome.OK
@@ -191,6 +193,7 @@ async def test_hook_errors_are_reported_and_on_error_decides(workdir: Path, tmp_
 
 def test_the_cli_tells_the_person_about_a_hook_error(workdir: Path) -> None:
     config(workdir, '[[hooks.PreToolUse]]\ncommand = "./missing-guard.sh"\n')
+    add_trusted(workdir, user_config_dir())  # the CLI's run reads the trust list
     code = ("import sys; from subagents.cli.main import main; from subagents.models import FunctionModel, "
             "ModelResponse, ToolCall\n"
             "def fn(req):\n"

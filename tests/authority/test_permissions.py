@@ -162,7 +162,7 @@ def test_a_bad_rule_in_the_config_names_the_file(workdir: Path) -> None:
     cfg.parent.mkdir()
     cfg.write_text('[permissions]\nallow = ["bash(git status*)", "bash("]\n')
     with pytest.raises(ConfigError) as e:
-        Runtime(FunctionModel(lambda r: "x"), workdir=workdir, store="memory://")
+        Runtime(FunctionModel(lambda r: "x"), workdir=workdir, store="memory://", trust_project=True)
     assert str(e.value).startswith(f"[permissions] allow ({cfg}): invalid permission rule 'bash(': ")
 
 
@@ -174,7 +174,7 @@ def test_a_bad_mode_is_a_config_error(workdir: Path) -> None:
     cfg = workdir / ".subagents" / "config.toml"
     cfg.parent.mkdir()
     cfg.write_text('[permissions]\nmode = "bypassPermissions"\n')
-    rt = Runtime(FunctionModel(lambda r: "x"), workdir=workdir, store="memory://")
+    rt = Runtime(FunctionModel(lambda r: "x"), workdir=workdir, store="memory://", trust_project=True)
     assert rt.settings.permission_mode == "yolo"
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from subagents.cli.main import main
+from subagents.config import user_config_dir
+from subagents.trust import add_trusted
 
 
 def test_config_show_values_sources_and_masked_keys(
@@ -14,6 +16,7 @@ def test_config_show_values_sources_and_masked_keys(
     (isolated / ".subagents").mkdir()
     project_file = isolated / ".subagents" / "config.toml"
     project_file.write_text('[agents]\nmax_depth = 3\n[providers.openai]\napi_key = "sk-proj-filekey-0000-ABCD"\n')
+    add_trusted(isolated, user_config_dir())  # (an api_key from a project applies in a trusted one only)
     monkeypatch.setenv("SUBAGENTS_MODEL", "anthropic:claude-sonnet-4-5")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-verysecret-WXYZ")
     assert main(["config", "show"]) == 0

@@ -65,7 +65,7 @@ async def test_a_tool_with_an_invalid_schema_is_left_out_and_the_agent_runs(tmp_
         seen.append(sorted(t.name for t in req.tools if t.name.startswith("mcp__")))
         return ModelResponse("done")
 
-    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://", trust_project=True) as rt:
         result = await rt.run("hello")
     assert (result.text, result.error) == ("done", None)
     assert seen == [["mcp__h__t"]]
@@ -121,7 +121,7 @@ def test_a_definition_configuring_a_configured_server_differently_is_refused_at_
     project = project_with(tmp_path, ", --other")
     clash = r"two different MCP servers are named 'calc' \(.*\.mcp\.json and .*own\.md\)"
     with pytest.raises(ConfigError, match=clash):
-        Runtime(model=FunctionModel(lambda req: "x"), workdir=project, store="memory://")
+        Runtime(model=FunctionModel(lambda req: "x"), workdir=project, store="memory://", trust_project=True)
 
 
 async def test_a_definition_repeating_a_configured_server_shares_it(tmp_path: Path) -> None:
@@ -135,7 +135,7 @@ async def test_a_definition_repeating_a_configured_server_shares_it(tmp_path: Pa
                                                                "description": "add"})])
         return ModelResponse("done")
 
-    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://", trust_project=True) as rt:
         result = await rt.run("delegate")
     assert result.error is None
     assert seen == {"general-purpose": ["mcp__calc__add"], "own": ["mcp__calc__add"]}

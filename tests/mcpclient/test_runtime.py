@@ -18,7 +18,9 @@ import pytest
 
 from subagents import Runtime
 from subagents.cli.main import main
+from subagents.config import user_config_dir
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+from subagents.trust import add_trusted
 
 from .conftest import SERVER
 
@@ -70,7 +72,7 @@ async def test_servers_from_config_and_mcp_json_serve_an_agent_and_stop_with_the
                                       ToolCall("mcp__notes__add", {"a": 1, "b": 2})])
         return ModelResponse(" ".join(f"{err}:{text}" for err, text in results(req)))
 
-    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://", trust_project=True) as rt:
         result = await rt.run("add with both servers")
         assert result.text == "False:42 False:3"
         assert {"mcp__calc__add", "mcp__calc__danger", "mcp__notes__add", "mcp__notes__echo_env"} <= set(seen[0])
@@ -81,7 +83,8 @@ async def test_servers_from_config_and_mcp_json_serve_an_agent_and_stop_with_the
 
 async def test_no_server_starts_for_a_runtime_whose_agents_do_not_run(tmp_path: Path) -> None:
     project, markers = make_project(tmp_path)
-    async with Runtime(model=FunctionModel(lambda req: "unused"), workdir=project, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(lambda req: "unused"), workdir=project, store="memory://",
+                       trust_project=True) as rt:
         assert rt.mcp is not None
         assert [p for m in markers.values() for p in processes_with(m)] == []
 
@@ -96,7 +99,7 @@ async def test_a_deny_rule_in_the_config_file_refuses_an_mcp_tool(tmp_path: Path
                                       ToolCall("mcp__calc__add", {"a": 2, "b": 3})])
         return ModelResponse(json.dumps(results(req)))
 
-    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://", trust_project=True) as rt:
         result = await rt.run("try everything")
     (denied_err, denied), (add_err, added) = json.loads(result.text)
     assert (add_err, added) == (False, "5")
@@ -115,7 +118,7 @@ async def test_without_an_allow_rule_an_mcp_tool_asks_and_nobody_can_answer(tmp_
             return ModelResponse("", [ToolCall("mcp__calc__add", {"a": 2, "b": 3})])
         return ModelResponse(json.dumps(results(req)))
 
-    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(script), workdir=project, store="memory://", trust_project=True) as rt:
         result = await rt.run("add")
     [(err, text)] = json.loads(result.text)
     assert err
@@ -154,7 +157,7 @@ async def test_a_definitions_own_mcp_servers_reach_its_agents_only(tmp_path: Pat
         return ModelResponse(f"child said: {done[0][1]}")
 
     async with Runtime(model=FunctionModel(script), workdir=project, store="memory://",
-                       allow=["mcp__mine__*"]) as rt:
+                       allow=["mcp__mine__*"], trust_project=True) as rt:
         result = await rt.run("delegate the sum")
     assert seen["general-purpose"] == []  # no configured server: the root has no MCP tools
     assert seen["adder"] == ["mcp__mine__add"]  # its own server, fenced by its tools: line
@@ -169,7 +172,7 @@ def test_run_sync_twice_restarts_the_servers_it_stopped(tmp_path: Path) -> None:
             return ModelResponse("", [ToolCall("mcp__calc__add", {"a": 1, "b": len(req.last_user_text)})])
         return ModelResponse(results(req)[0][1])
 
-    rt = Runtime(model=FunctionModel(script), workdir=project, store="memory://")
+    rt = Runtime(model=FunctionModel(script), workdir=project, store="memory://", trust_project=True)
     try:
         assert rt.run_sync("ab").text == "3"
         assert processes_with(markers["calc"]) == []  # its event loop ended, and the server with it
@@ -181,6 +184,7 @@ def test_run_sync_twice_restarts_the_servers_it_stopped(tmp_path: Path) -> None:
 
 def test_config_show_lists_the_configured_servers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project, _ = make_project(tmp_path, config='[mcp.servers.calc.env]\nGITHUB_TOKEN = "ghp_secret123456"\n')
+    add_trusted(project, user_config_dir())
     assert main(["config", "show", "--cwd", str(project)]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("mcp.servers.calc"))

@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from subagents import Runtime
+from subagents.config import user_config_dir
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.runtime.result import RunResult
 from subagents.runtime.status import Outcome
+from subagents.trust import add_trusted
 
 ATTACK_PROMPT = "probe the sandbox"
 """The prompt of every attacking run (seed runs use other prompts)."""
@@ -520,6 +522,7 @@ def populate_workspace(root: Path) -> Path:
     (root / ".subagents" / "agents" / "helper.md").write_text(HELPER_AGENT)
     # as the store writes it on first use: present before any snapshot, so a change by an agent shows
     (root / ".subagents" / ".gitignore").write_text("*\n!.gitignore\n!config.toml\n!agents/\n")
+    add_trusted(root, user_config_dir())  # the user's own project: its settings apply (not its subdirectories')
     return root.resolve()
 
 

@@ -12,16 +12,14 @@ gaps.
 
 from __future__ import annotations
 
-import json
 import shutil
 import uuid
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .kit import attack, marker, populate_workspace, ran, read, sh, write
+from .kit import attack, marker, populate_workspace, ran, read, sh
 
 UNLISTED = {
     # credentials that are not in the hidden list, and a file of another project
@@ -90,25 +88,3 @@ async def test_an_api_key_in_the_project_config_is_not_readable(ws: Path) -> Non
     a = await attack(ws, [read(".subagents/config.toml"), sh("cat .subagents/config.toml")])
     a.assert_completed()
     a.assert_no_leak(key)
-
-
-@pytest.mark.xfail(strict=True, reason="design gap: .subagents/, .claude/, .qwen/ and .mcp.json are protected at the "
-                                       "workspace root only; an agent can create them in a subdirectory, and a later "
-                                       "`subagents run` started in that subdirectory loads them as its project config "
-                                       "(here: [sandbox] mode = \"off\", and a .mcp.json server run unconfined)")
-async def test_agent_plants_a_project_config_in_a_subdirectory(ws: Path, tmp_path: Path) -> None:
-    secret = marker("NESTED")
-    (tmp_path / "secret.txt").write_text(f"outside the workspace: {secret}\n")
-    out = tmp_path / "escaped.txt"
-    server = json.dumps({"mcpServers": {"x": {"command": "sh", "args": ["-c", f"echo ran > {out}; sleep 1"],
-                                              "sandbox": False}}})
-    a = await attack(ws, [write("pkg/.subagents/config.toml", '[sandbox]\nmode = "off"\n'),
-                          sh(f"cat > pkg/.mcp.json <<'EOF'\n{server}\nEOF")])
-    a.assert_completed()
-    assert ran(a.step(1).content), a.transcript()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # UnconfinedShellWarning: the planted config turned the sandbox off
-        b = await attack(ws / "pkg", [sh(f"cat {tmp_path / 'secret.txt'}")])
-    b.assert_completed()
-    assert not out.exists(), "a server planted by an agent ran unconfined"
-    b.assert_no_leak(secret)

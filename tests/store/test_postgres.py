@@ -18,6 +18,7 @@ import pytest
 import pg
 from subagents import Runtime
 from subagents.cli.main import main
+from subagents.config import user_config_dir
 from subagents.exceptions import StoreError
 from subagents.messages import Message
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
@@ -29,6 +30,7 @@ from subagents.store.postgres import PostgresStore
 from subagents.teams import open_team_store
 from subagents.teams.model import MemberRecord
 from subagents.teams.postgres import PostgresTeamStore
+from subagents.trust import add_trusted
 
 
 def run(run_id: str, owner: str = "", **kw: object) -> RunRecord:
@@ -344,6 +346,7 @@ def test_store_url_in_the_project_config_selects_postgres(pg_url: str, workdir: 
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     (workdir / ".subagents").mkdir()
     (workdir / ".subagents" / "config.toml").write_text(f'[store]\nurl = "{pg_url}"\n', encoding="utf-8")
+    add_trusted(workdir, user_config_dir())  # a store address from a project needs trust
     s = PostgresStore(pg_url)
     try:
         s.create_run(run("019ab000-0000-7000-8000-0000aaaa1111", status="completed"))

@@ -65,7 +65,7 @@ async def test_a_run_exports_one_connected_trace_over_otlp_http(
     url, received = collector
     (workdir / ".subagents").mkdir()
     (workdir / ".subagents" / "config.toml").write_text(f'[telemetry]\notlp_endpoint = "{url}"\n')
-    async with Runtime(model=FunctionModel(_fn), workdir=workdir, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(_fn), workdir=workdir, store="memory://", trust_project=True) as rt:
         assert rt.tracing is not None
         await rt.run("explore the project")
     # closing the runtime flushed the batch to the collector

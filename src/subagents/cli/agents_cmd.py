@@ -47,7 +47,9 @@ def _known_tools() -> tuple[set[str], set[str] | None]:
     names = {t.name for t in (*builtin_tools(), *AGENT_TOOLS, *TEAM_TOOLS)}
     try:
         cwd = workdir().resolve()
-        servers: set[str] | None = set(project_servers(cwd, settings_servers=load_settings(cwd).mcp_servers))
+        settings = load_settings(cwd)
+        servers: set[str] | None = set(project_servers(cwd, settings_servers=settings.mcp_servers,
+                                                       mcp_json=settings.trusted))
     except (ConfigError, OSError):
         servers = None  # the run reports a broken config itself; here only the MCP names go unchecked
     return names, servers

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from .common import cwd_option, workdir
+from .render import terminal_safe
 
 __all__ = ["config"]
 
@@ -29,7 +30,8 @@ def show(as_json: bool) -> int:
     files = {"project": cwd.resolve() / ".subagents" / "config.toml", "user": user_config_dir() / "config.toml"}
     if as_json:
         out: dict[str, Any] = {"settings": settings.to_dict(masked=True),
-                               "files": {k: {"path": str(p), "exists": p.is_file()} for k, p in files.items()}}
+                               "files": {k: {"path": str(p), "exists": p.is_file()} for k, p in files.items()},
+                               "trusted": settings.trusted, "ignored": settings.ignored}
         click.echo(json.dumps(out, indent=2))
         return 0
     rows = [(k, _fmt(v), s) for k, v, s in settings.items(masked=True)]
@@ -40,6 +42,9 @@ def show(as_json: bool) -> int:
     click.echo("")
     for name, p in files.items():
         click.echo(f"{name} file: {p} ({'found' if p.is_file() else 'not found'})")
+    click.echo(f"project trusted: {'yes' if settings.trusted else 'no (subagents trust)'}")
+    for what, where in settings.ignored.items():
+        click.echo(terminal_safe(f"ignored (not trusted): {what}  ({where})"))
     return 0
 
 

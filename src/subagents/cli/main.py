@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from .common import cwd_option, fail, wants_json
 __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SIGHUP", "EXIT_SIGTERM", "EXIT_USAGE",
            "cli", "entry", "main"]
 
+_SHOW = warnings.showwarning
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SIGTERM, EXIT_SIGHUP = 143, 129  # 128 + the signal's number, as shells report it
 
@@ -35,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "team": "subagents.cli.team_cmd:team",
     "serve": "subagents.cli.serve_cmd:serve",
     "worker": "subagents.cli.worker_cmd:worker",
+    "trust": "subagents.cli.trust_cmd:trust",
 }
 
 #: command name -> the first paragraph of its help: what ``subagents --help`` lists without importing the
@@ -49,6 +52,7 @@ SUMMARIES: dict[str, str] = {
     "team": "Look at teams: a lead, named teammates, a task board and a mailbox.",
     "serve": "Serve the runtime as MCP tools for Claude Code, Codex or any MCP client.",
     "worker": "Run a Temporal worker for agent runs (the durable, distributed engine).",
+    "trust": "Trust this project's settings (hooks, MCP servers, sandbox and permission settings).",
 }
 
 
@@ -119,12 +123,15 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None) -> int:
     ``model`` (a :class:`~subagents.models.Model`) replaces the configured model for ``run``;
     tests use it to drive the CLI with a ``FunctionModel``.
     """
-    from ..exceptions import StoreError, SubagentsError, UserError
+    from ..exceptions import StoreError, SubagentsError, UntrustedProjectWarning, UserError
 
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(args)
     try:
-        rv = cli.main(args=args, prog_name="subagents", standalone_mode=False, obj={"model": model})
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            warnings.simplefilter("default", UntrustedProjectWarning)  # told once per text, never an error
+            rv = cli.main(args=args, prog_name="subagents", standalone_mode=False, obj={"model": model})
     except click.exceptions.UsageError as e:
         if as_json:
             return fail(e.format_message(), EXIT_USAGE, as_json)
@@ -145,6 +152,18 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None) -> int:
         _silence_stdout()
         return EXIT_FAILED
     return rv if isinstance(rv, int) else EXIT_OK
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """Our warnings (an untrusted project's ignored settings) as one line on stderr, not Python's two."""
+    from ..exceptions import UntrustedProjectWarning
+    from .render import terminal_safe
+
+    if issubclass(category, UntrustedProjectWarning):
+        click.echo(terminal_safe(f"warning: {message}"), err=True)
+    else:
+        _SHOW(message, category, filename, lineno, file, line)
 
 
 def _interrupted() -> int:

@@ -258,15 +258,17 @@ def load_mcp_json(path: Path) -> dict[str, McpServerConfig]:
 
 
 def project_servers(workdir: Path, toml_files: Sequence[Path] = (), *,
-                    settings_servers: Mapping[str, McpServerConfig] | None = None) -> dict[str, McpServerConfig]:
-    """Every configured server of a project: ``.mcp.json``, then the config files (later ones win).
+                    settings_servers: Mapping[str, McpServerConfig] | None = None, mcp_json: bool = True
+                    ) -> dict[str, McpServerConfig]:
+    """Every configured server of a project: ``.mcp.json`` (unless ``mcp_json`` is false: a project that is not
+    trusted, see :mod:`subagents.trust`), then the config files (later ones win).
 
     ``toml_files``: config files to read ``[mcp]`` from (the user's, then the project's); ``settings_servers``:
     servers already parsed by the settings loader (used instead of reading ``toml_files``).
     """
     import tomllib
 
-    out = load_mcp_json(workdir / ".mcp.json")
+    out = load_mcp_json(workdir / ".mcp.json") if mcp_json else {}
     if settings_servers is not None:
         out.update(settings_servers)
         return out

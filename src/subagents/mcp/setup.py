@@ -23,17 +23,18 @@ __all__ = ["open_mcp"]
 
 def open_mcp(workdir: Path, workspace: Workspace, policy: SandboxPolicy | None = None, *,
              settings_servers: Mapping[str, McpServerConfig] | None = None, config_files: Iterable[Path] = (),
-             definitions: Iterable[tuple[Mapping[str, Any], str]] = ()) -> McpTools | None:
+             mcp_json: bool = True, definitions: Iterable[tuple[Mapping[str, Any], str]] = ()) -> McpTools | None:
     """The runtime's :class:`~subagents.mcp.hub.McpTools`, or ``None`` when no server is configured.
 
-    Servers come from ``.mcp.json`` and ``settings_servers`` (the settings' ``[mcp.servers]``; without
-    them ``config_files`` are read); ``definitions``: ``(extra, source)`` of each agent definition, whose
-    ``mcp_servers:`` are checked here (a bad entry is a :class:`~subagents.exceptions.DefinitionError`).
+    Servers come from ``.mcp.json`` (unless ``mcp_json`` is false: an untrusted project) and
+    ``settings_servers`` (the settings' ``[mcp.servers]``; without them ``config_files`` are read);
+    ``definitions``: ``(extra, source)`` of each agent definition, whose ``mcp_servers:`` are checked here (a
+    bad entry is a :class:`~subagents.exceptions.DefinitionError`).
     Nothing is started: servers start with the first agent that may use them.  Two different servers of one
     name (a definition's inline server and a configured one, or two definitions') are a
     :class:`~subagents.exceptions.ConfigError` naming both files: their tools would have the same names.
     """
-    servers = project_servers(workdir, list(config_files), settings_servers=settings_servers)
+    servers = project_servers(workdir, list(config_files), settings_servers=settings_servers, mcp_json=mcp_json)
     inline = [item for extra, source in definitions for item in definition_servers(extra, source=source)]
     if not servers and not inline:
         return None

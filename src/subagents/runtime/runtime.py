@@ -88,15 +88,15 @@ class Runtime:
         deny: Sequence[str] = (),
         telemetry: Any = None,
         engine: str | None = None,
+        trust_project: bool | None = None,
     ) -> None:
         root = Path(workdir)
         if not root.is_dir():
             raise UserError(f"workdir {str(root)!r} is not a directory; pass an existing project directory")
         self.workdir = root.resolve()
-        self.settings = settings or load_settings(self.workdir, overrides={
+        self.settings = settings or load_settings(self.workdir, trust=trust_project, overrides={
             "max_threads": max_threads, "when_full": when_full, "max_depth": max_depth,
-            "permission_mode": permission_mode,
-            "sandbox_mode": sandbox if isinstance(sandbox, str) else None})
+            "permission_mode": permission_mode, "sandbox_mode": sandbox if isinstance(sandbox, str) else None})
         s = self.settings
         apply_arguments(s, max_threads=max_threads, max_depth=max_depth, when_full=when_full,
                         permission_mode=permission_mode)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -20,13 +21,14 @@ from ..authority.permissions import Permissions
 from ..authority.rules import Rule, parse_rule
 from ..config import Settings
 from ..definitions.model import AgentDefinition
-from ..exceptions import ConfigError, UserError
+from ..exceptions import ConfigError, UntrustedProjectWarning, UserError
 from ..models.base import AgentInfo, Model
 from ..models.clients import ClientPool
 from ..models.pricing import PriceTable
 from ..models.resolve import resolve_model
 from ..store.base import Store
 from ..tools.base import Tool
+from ..trust import untrusted_note
 from .events import Event, EventBus
 from .factory import ManagerSettings
 from .limits import Limits
@@ -87,9 +89,18 @@ def attach_mcp(mgr: AgentManager, workdir: Path, policy: Any, s: Settings, defin
     (then nothing is imported and no run pays anything).  Each server starts with the first agent that may use
     it: ``mgr.prepare`` gives a starting agent the tools of the servers it may use."""
     from ..mcp import open_mcp  # imports no SDK unless servers are configured
+    from ..mcp.config import definition_servers
 
-    mcp = open_mcp(workdir, mgr.workspace, policy, settings_servers=s.mcp_servers,
-                   definitions=[(d.extra, d.source) for d in definitions])
+    def own(d: AgentDefinition) -> Mapping[str, Any]:  # an untrusted project's definitions start no server
+        return d.extra if s.trusted or not d.source.startswith("project:") else {}
+
+    skipped = {} if s.trusted else {
+        f"MCP servers of agent type {d.name!r}": d.source.partition(":")[2] for d in definitions
+        if d.extra and not own(d) and definition_servers(d.extra, source=d.source)}
+    if skipped:
+        warnings.warn(UntrustedProjectWarning(untrusted_note(workdir, skipped)), stacklevel=3)
+    mcp = open_mcp(workdir, mgr.workspace, policy, settings_servers=s.mcp_servers, mcp_json=s.trusted,
+                   definitions=[(own(d), d.source) for d in definitions])
     mgr.factory.mcp_servers = frozenset(mcp.servers) if mcp is not None else frozenset()
     if mcp is None:
         return None
@@ -98,7 +109,7 @@ def attach_mcp(mgr: AgentManager, workdir: Path, policy: Any, s: Settings, defin
         parent = mgr.find(node.info.parent_id) if node.info.parent_id else None
         d = node.definition
         node.core.registry = await mcp.grant(
-            node.core.registry, tools=d.tools, disallowed=d.disallowed_tools, extra=d.extra, source=d.source,
+            node.core.registry, tools=d.tools, disallowed=d.disallowed_tools, extra=own(d), source=d.source,
             parent=parent.core.registry if parent is not None else None)
 
     mgr.prepare = grant

@@ -21,9 +21,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from subagents import Runtime
 from subagents.cli.main import main
+from subagents.config import user_config_dir
 from subagents.demo import DEMO_PROMPT, REPORT_PATH
 from subagents.engines.temporal import TemporalTarget
 from subagents.store import open_store
+from subagents.trust import add_trusted
 
 pytestmark = [pytest.mark.temporal]
 
@@ -44,12 +46,12 @@ def _project(root: Path) -> Path:
 def _worker(env: WorkflowEnvironment, workdir: Path, log_path: Path, *args: str, configured: bool = False
             ) -> Iterator[str]:
     """A ``subagents worker`` process over ``workdir`` (its default store) on a fresh task queue: its URL
-    (``configured``: written to the project's config as ``[engine] url``, which the worker reads)."""
+    (``configured``: also written to the project's config as ``[engine] url``, for ``subagents run`` there)."""
     target = TemporalTarget(env.client.service_client.config.target_host, "default", f"cli-{uuid.uuid4()}")
     if configured:
         (workdir / ".subagents").mkdir(exist_ok=True)
         (workdir / ".subagents" / "config.toml").write_text(f'[engine]\nurl = "{target.url}"\n')
-    engine = [] if configured else ["--engine", target.url]
+    engine = ["--engine", target.url]  # (the config's address applies in a trusted project: the tests trust it)
     log = log_path.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "subagents.cli.worker_cmd", *engine, "--workdir", str(workdir), *args],
@@ -86,8 +88,10 @@ def worker_url(demo_worker: tuple[str, Path]) -> str:
 
 @pytest.fixture
 def project(demo_worker: tuple[str, Path]) -> Path:
-    """The demo worker's project, without the report of an earlier test's run (the survey would count it)."""
+    """The demo worker's project, without the report of an earlier test's run (the survey would count it),
+    trusted (its config's ``[engine] url`` applies)."""
     (demo_worker[1] / REPORT_PATH).unlink(missing_ok=True)
+    add_trusted(demo_worker[1], user_config_dir())
     return demo_worker[1]
 
 
@@ -190,7 +194,7 @@ def test_options_of_a_local_run_are_refused_with_an_engine(workdir: Path, capsys
 
 
 def test_run_sync_goes_to_the_workers_in_each_of_its_event_loops(worker_url: str, project: Path) -> None:
-    rt = Runtime(workdir=project, engine=worker_url)  # no model here: the worker has the demo's
+    rt = Runtime(workdir=project, engine=worker_url, trust_project=True)  # no model here: the worker has the demo's
     try:
         first = rt.run_sync(DEMO_PROMPT)
         second = rt.run_sync(DEMO_PROMPT)  # a new event loop: the client connects again

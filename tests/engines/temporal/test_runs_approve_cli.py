@@ -21,11 +21,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from subagents import Limits, Runtime
 from subagents.cli.main import main
+from subagents.config import user_config_dir
 from subagents.engines.temporal import TemporalTarget
 from subagents.engines.temporal.client import TemporalEngine
 from subagents.engines.temporal.worker import build_worker
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.tools.base import tool
+from subagents.trust import add_trusted
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -69,6 +71,7 @@ async def project(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIte
                         permission_mode="default")
     # the user's project: the CLI finds the engine and the store here (written after the worker read its own)
     (root / ".subagents" / "config.toml").write_text(f'[engine]\nurl = "{target.url}"\n\n[store]\nurl = "{store}"\n')
+    add_trusted(root, user_config_dir())  # engine and store addresses from a project need trust
     TOUCHED.clear()
     try:
         async with build_worker(temporal_env.client, worker_rt, target.task_queue):
