@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._threads import call_in_thread
 from ..models.base import AgentInfo
 
 __all__ = ["ApprovalBroker", "ApprovalRequest", "Approver", "Decision"]
@@ -119,20 +120,37 @@ class ApprovalBroker:
                 return Decision("allow", decided_by="rule")
             if self.timeout_s is not None and self.timeout_s <= 0:
                 return Decision("deny", decided_by="timeout")
+            task = asyncio.current_task()
+            cancels = task.cancelling() if task is not None else 0
+            deadline = asyncio.timeout(self.timeout_s)
             try:
-                async with asyncio.timeout(self.timeout_s):
-                    out = approver(req)
+                async with deadline:
+                    # a sync approver runs in a daemon thread, so one that hangs cannot stop the loop
+                    # (and with it the timeout and every other agent)
+                    out = approver(req) if _is_async(approver) else await call_in_thread(approver, req)
                     decision: object = await out if inspect.isawaitable(out) else out
             except TimeoutError:
                 return Decision("deny", message=f"no decision within approval_timeout_s={self.timeout_s:g}",
                                 decided_by="timeout")
-            except Exception as e:  # the approver is user code: its failure is a denial, never a crash
+            except (Exception, SystemExit) as e:  # the approver is user code: its failure is a denial, never a crash
                 return Decision("deny", message=f"the approver failed ({type(e).__name__}: {e})",
                                 decided_by="approver error")
-        if not isinstance(decision, Decision):
-            return Decision("deny", message=f"the approver returned {decision!r}, not a Decision",
-                            decided_by="approver error")
+            # an approver that swallowed the cancellation still answered too late: the timeout denies, and a
+            # cancelled run stays cancelled (its call never runs)
+            if task is not None and task.cancelling() > cancels:
+                raise asyncio.CancelledError
+            if deadline.expired():
+                return Decision("deny", message=f"no decision within approval_timeout_s={self.timeout_s:g}",
+                                decided_by="timeout")
+        if not isinstance(decision, Decision) or decision.behavior not in ("allow", "deny"):
+            return Decision("deny", message=f"the approver returned {decision!r}, not a Decision that allows or "
+                            "denies", decided_by="approver error")
         return decision
+
+
+def _is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine (async functions, partials of them, async ``__call__``)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
 def _args(arguments: dict[str, Any], limit: int = 120) -> str:

@@ -27,7 +27,7 @@ from ..models.base import AgentInfo
 from ..tools.base import ToolContext, ToolRegistry
 from .approvals import ApprovalBroker, ApprovalRequest, Decision
 from .permissions import Permissions, Verdict
-from .rules import escape, parse_rule
+from .rules import Rule, escape, parse_rule
 
 if TYPE_CHECKING:
     from .hooks import HookOutcome, Hooks
@@ -104,7 +104,7 @@ class AgentGuard:
             return ToolResultBlock(call.id, err or "", True)
         auth = self.auth
         args = call.arguments
-        hook_allowed = False
+        hook_allowed, hook_asked = False, ""  # hook_asked: the reason of a hook's "ask"
         if auth.hooks is not None and auth.hooks.has("PreToolUse"):
             out = await self._hooks("PreToolUse", match=call.name, tool=call.name, arguments=args)
             if out.decision == "block":
@@ -118,12 +118,15 @@ class AgentGuard:
                                                     f"arguments with invalid ones ({bad})", True)
                 args = out.arguments
             hook_allowed = out.decision == "allow"
+            hook_asked = (out.reason or "no reason given") if out.ask else ""
         verdict = auth.permissions.decide(self.mode, call.name, tool.category.value, args, root_id=self.root_id,
                                           root=auth.root)
         if verdict.action == "deny":
             self._audit("denied", call.name, args, reason=verdict.reason, rule=verdict.rule and verdict.rule.text)
             return ToolResultBlock(call.id, f"{call.name} was not run: {verdict.reason}. Do not retry the same "
                                             "call; continue without it or explain what you need.", True)
+        if hook_asked and verdict.action == "allow":  # Claude Code's "ask" outranks the rules' and mode's allow
+            verdict = Verdict("ask", f"a PreToolUse hook asks for a person's decision: {hook_asked}")
         if verdict.action == "ask" and not hook_allowed:
             refusal = await self._ask(call.name, args, verdict)
             if refusal is not None:
@@ -152,16 +155,12 @@ class AgentGuard:
         finally:
             auth.hold_clock(self.info.id, False)
         waited = time.monotonic() - t0
-        if decision.allowed and decision.always:
-            text = decision.rule or req.always_rule
-            try:
-                rule = parse_rule(text, "approval")
-            except ValueError:  # a malformed rule from the approver: remember the call itself instead
-                rule = parse_rule(req.always_rule, "approval")
+        rule = _session_rule(decision.rule, req.always_rule) if decision.allowed and decision.always else None
+        if rule is not None:
             auth.permissions.add_session_rule(self.root_id, rule)
         data = {"id": req.id, "tool": tool, "decision": decision.label(), "by": decision.decided_by,
                 "message": decision.message, "waited_s": round(waited, 3), "reason": verdict.reason,
-                "rule": (decision.rule or req.always_rule) if decision.always else None, "arguments": args}
+                "rule": rule.text if rule is not None else None, "arguments": args}
         auth.emit(self.info, "approval_decided", data)
         auth.audit(self.info.id, "approval", data)
         if decision.allowed:
@@ -244,6 +243,18 @@ class AgentGuard:
         payload = {"tool": tool, "arguments": args, **data}
         self.auth.emit(self.info, "tool_" + kind if not kind.startswith("hook") else kind, payload)
         self.auth.audit(self.info.id, kind, payload)
+
+
+def _session_rule(chosen: str | None, always_rule: str) -> Rule | None:
+    """The rule an "allow always" answer adds: the approver's, else the request's; ``None`` when neither parses
+    (a blank command gives ``bash()``): the call is then allowed once, and nothing wider is remembered."""
+    for text in (chosen, always_rule):
+        if text:
+            try:
+                return parse_rule(text, "approval")  # a non-string from the approver is a ValueError too
+            except ValueError:  # a malformed rule from the approver: remember the call itself instead
+                continue
+    return None
 
 
 def _always_rule(tool: str, args: dict[str, Any]) -> str:

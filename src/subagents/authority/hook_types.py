@@ -70,9 +70,11 @@ class HookResult:
 
     ``decision``: ``"block"`` stops the chain and refuses (see the module docstring for what that means
     per event); ``"allow"`` skips asking the person (PreToolUse, PermissionRequest) unless a later hook
-    blocks.  ``arguments`` replace the call's (PreToolUse only).  ``context`` is text for the model:
-    added to the tool result (PostToolUse) or the prompt (UserPromptSubmit).  ``stop`` is Claude Code's
-    ``"continue": false``: the agent should end after this event.
+    blocks or replaces the arguments.  ``arguments`` replace the call's (PreToolUse only; on
+    PermissionRequest they make the answer a hook error).  ``context`` is text for the model: added to
+    the tool result (PostToolUse) or the prompt (UserPromptSubmit).  ``reason`` and ``context`` are cut
+    at 10,000 characters.  ``stop`` is Claude Code's ``"continue": false``: on Stop / SubagentStop the
+    agent ends; on any other event it blocks, like ``decision="block"``.
     """
 
     decision: Decision | None = None

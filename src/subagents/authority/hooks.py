@@ -6,6 +6,10 @@ a regular expression matched in full against the tool name (``"bash|write_file"`
 ``"mcp__github__.*"``; Claude Code's ``Bash``, ``Write``, ``Edit``... name our tools too) or, for
 ``SubagentStart`` / ``SubagentStop``, against the agent type; none, ``""`` or ``"*"`` match everything.
 Matching hooks run one after the other in configuration order; the first ``block`` ends the chain.
+An ``allow`` holds for the arguments its hook saw: a later PreToolUse hook that replaces them without
+allowing them itself takes it back.  Claude Code's ``"ask"`` outranks every ``allow`` of the chain
+(deny > ask > allow): the guard then asks a person even where the rules or the mode would allow the
+call (:attr:`HookOutcome.ask` says a hook asked).
 
 A command hook runs with ``/bin/sh -c`` in the workspace root, in its own process group, with a
 scrubbed environment plus ``SUBAGENTS_HOOK_EVENT``, ``SUBAGENTS_PROJECT_DIR`` and ``CLAUDE_PROJECT_DIR``,
@@ -15,7 +19,10 @@ and reads one JSON object on stdin (:meth:`HookInput.to_dict`).  Its exit code d
   ``{"hookSpecificOutput": {"permissionDecision": "allow" | "deny" | "ask", "permissionDecisionReason":
   ..., "updatedInput": {...}, "additionalContext": ...}}``; ``{"continue": false, "stopReason": ...}``;
   ``{"arguments": {...}}``; ``{"context": ...}``.  Plain text is context on UserPromptSubmit and
-  PostToolUse and ignored elsewhere.
+  PostToolUse and ignored elsewhere.  Stdout past 1 MB is dropped; a reason or context past 10,000
+  characters is cut.  ``"continue": false`` blocks (on Stop / SubagentStop: lets the agent end).
+  Replacement arguments count on PreToolUse only; a PermissionRequest answer that carries them is
+  a hook error (the person is asked instead).
 * 2: block; stderr is the reason, and the model reads it.
 * anything else, JSON that does not parse, running past ``timeout_s`` (the process group is killed),
   failing to start: a hook error, kept in :attr:`HookOutcome.errors`.  ``on_error = "allow"`` goes on
@@ -31,7 +38,10 @@ What a block means is the caller's: the call is not run (PreToolUse), refused wi
    Protected paths are enforced by the sandbox, not by hooks; a guard on writes must match ``bash``
    too, and no hook can understand every shell command.
 
-A Python callback takes the :class:`HookInput` and returns a :class:`HookResult` or ``None``:
+A Python callback takes the :class:`HookInput` and returns a :class:`HookResult` or ``None``.  A sync
+one runs in a worker thread; an async one runs on the event loop and must not block it.  Past its
+``timeout_s`` its answer is dropped even if it ignores being cancelled, and whatever it raises
+(``KeyboardInterrupt``, ``CancelledError``...) is a hook error:
 
 >>> import asyncio
 >>> def no_rm(inp: HookInput) -> HookResult | None:
@@ -164,7 +174,8 @@ class HookOutcome:
     """The combined answer of an event's hooks.
 
     ``arguments`` is ``None`` unless a PreToolUse hook replaced them (then: the last replacement);
-    ``context`` joins every hook's context; ``blocked_by`` is the hook that blocked, if one did.
+    ``context`` joins every hook's context; ``blocked_by`` is the hook that blocked, if one did;
+    ``ask``: a hook answered Claude Code's ``"ask"``, which outranks every ``allow`` of the chain.
     """
 
     decision: Decision | None = None
@@ -174,6 +185,7 @@ class HookOutcome:
     errors: list[HookError] = field(default_factory=list)
     blocked_by: HookSpec | None = None
     stop: bool = False
+    ask: bool = False
 
 
 class Hooks:
@@ -276,6 +288,12 @@ class Hooks:
         contexts: list[str] = []
         for spec in self.matching(event, match):
             reply, error = await self._run_one(spec, event, inp)
+            if (reply is not None and event == "PermissionRequest" and reply.decision != "block"
+                    and reply.arguments is not None and reply.arguments != inp.arguments):
+                reply, error = None, HookError(spec, f"hook `{spec.name}` for PermissionRequest answered with "
+                                               "replacement arguments (updatedInput), which PermissionRequest "
+                                               "cannot apply, so its answer was not used; replace arguments in "
+                                               "a PreToolUse hook")
             if error is not None:
                 out.errors.append(error)
                 if spec.on_error == "block":
@@ -288,15 +306,10 @@ class Hooks:
                 continue
             if reply.context:
                 contexts.append(reply.context)
-            out.stop = out.stop or reply.stop
-            if reply.arguments is not None and event == "PreToolUse":
-                out.arguments = reply.arguments
-                inp = dataclasses.replace(inp, arguments=reply.arguments)
-            if reply.decision == "block":
-                out.decision, out.reason, out.blocked_by = "block", reply.reason, spec
+            if _fold(out, reply, event, spec, inp.arguments):
                 break
-            if reply.decision == "allow":
-                out.decision, out.reason = "allow", reply.reason or out.reason
+            if reply.arguments is not None and event == "PreToolUse":
+                inp = dataclasses.replace(inp, arguments=reply.arguments)
         out.context = "\n\n".join(contexts)
         return out
 
@@ -322,3 +335,22 @@ class Hooks:
         except (Exception, SystemExit) as e:  # a hook never crashes a run
             return None, HookError(spec, f"hook `{spec.name}` for {event} failed: {type(e).__name__}: {e}")
         return reply, None
+
+
+def _fold(out: HookOutcome, reply: Reply, event: str, spec: HookSpec, seen: dict[str, Any] | None) -> bool:
+    """Add one hook's answer to ``out`` (``seen``: the arguments it saw); ``True`` when it blocked."""
+    out.stop = out.stop or reply.stop
+    if reply.arguments is not None and event == "PreToolUse":
+        if reply.decision != "allow" and reply.arguments != seen:
+            out.decision, out.reason = None, ""  # an earlier allow was for the arguments it saw, not these
+        out.arguments = reply.arguments
+    if reply.decision == "block":
+        out.decision, out.reason, out.blocked_by = "block", reply.reason, spec
+        return True
+    if reply.ask:  # Claude Code's order: deny > ask > allow, across the chain
+        out.ask, out.reason = True, reply.reason or out.reason
+        if out.decision == "allow":
+            out.decision = None
+    elif reply.decision == "allow" and not out.ask:
+        out.decision, out.reason = "allow", reply.reason or out.reason
+    return False

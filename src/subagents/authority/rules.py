@@ -4,11 +4,13 @@
 - ``bash(git status*)`` — the command matches the glob (``*`` spans anything; Claude Code's
   ``npm run test:*`` prefix form is accepted); a compound command (``a && b``, ``a; b``, ``a | b``)
   matches an *allow* rule only if every part does, and never when it holds ``$(...)``, backticks,
-  process substitution, a redirection or a newline; it matches a *deny* or *ask* rule if any part does;
+  process substitution, ``${...}``, ``$[...]``, ``$'...'``, a redirection or a newline; it matches a
+  *deny* or *ask* rule if any part does, also behind wrappers (``env``, ``sudo``, ``eval``, ``sh -c``...);
 - ``write_file(docs/**)``, ``read_file(.env)`` — the path, relative to the workspace, matches the
   glob (``**`` spans directories; a pattern without ``/`` also matches the file name at any depth;
-  a matching directory covers everything under it);
-- ``spawn_agent(explore)`` — the agent type; other tools: any string argument.
+  a matching directory covers everything under it; symlinks are followed);
+- ``spawn_agent(explore)`` — the agent type; ``web_fetch(https://docs.python.org/*)`` — the URL;
+  ``web_search(...)`` — the query; other tools: a string argument (for an *allow* rule, every one).
 
 Claude Code's tool names work too (``Bash``, ``Read``, ``Write``, ``Edit``, ``Glob``, ``Grep``, ``LS``,
 ``Task``).  Rules for ``bash`` are a convenience, not a boundary: the sandbox is the boundary.
@@ -41,11 +43,22 @@ TOOL_ALIASES = {
 """Claude Code / Qwen tool names (lower-cased) -> ours."""
 
 _PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_dir", "glob", "grep"})
-_SUBJECT = {"bash": "command", "spawn_agent": "agent_type"}
+_SUBJECT = {"bash": "command", "spawn_agent": "agent_type", "web_fetch": "url", "web_search": "query"}
 _OMITTED = {"spawn_agent": "general-purpose"}  # the subject of a call that leaves it out (the tool's default)
 _RULE = re.compile(r"\A\s*([A-Za-z0-9_.*?\-]+)\s*(?:\((.*)\))?\s*\Z", re.S)
+_PATH_MAX, _NAME_MAX = 4096, 255
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;"})
-_UNSAFE = re.compile(r"\$\(|`|<\(|>\(|\n|\r")
+_UNSAFE = re.compile(r"\$[({\[']|`|<\(|>\(|\n|\r")
+_IFS = re.compile(r"\$\{IFS\}|\$IFS\b")
+_ROUGH = re.compile(r"[;&|\n\r(){}]+|\$\(|`")
+_ASSIGNMENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\+?=")
+_KEYWORDS = frozenset({"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time",
+                       "coproc"})
+_WRAPPERS = frozenset({"command", "builtin", "exec", "nohup", "env", "sudo", "doas", "nice", "ionice", "xargs",
+                       "timeout", "stdbuf", "setsid", "unbuffer", "chronic", "watch", "flock", "eval"})
+_WRAPPED_WITHIN = 12
+_UNWRAP_BUDGET = 32
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +70,7 @@ class Rule:
     specifier: str | None = None
     source: str = ""
     _tool_rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
-    _spec_rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    _spec_rx: re.Pattern[str] | _Glob | None = field(default=None, compare=False, repr=False)
     _any_depth: bool = field(default=False, compare=False, repr=False)
 
     def matches_tool(self, name: str) -> bool:
@@ -74,14 +87,17 @@ class Rule:
         rx = self._spec_rx
         if tool == "web_fetch" and self.specifier is not None and self.specifier.startswith("domain:"):
             return _domain_matches(self.specifier[len("domain:"):], str(arguments.get("url", "")))
-        if tool == "bash":
+        if tool == "bash" and isinstance(rx, _Glob):
             return _command_matches(rx, str(arguments.get("command", "")), allow=allow)
-        if tool in _PATH_TOOLS:
-            return _path_matches(rx, str(arguments.get("path", ".")), root, any_depth=self._any_depth)
+        if isinstance(rx, re.Pattern):  # path tools
+            return _path_matches(rx, str(arguments.get("path", ".")), root, any_depth=self._any_depth, allow=allow)
         key = _SUBJECT.get(tool)
         if key is not None:
-            return rx.fullmatch(str(arguments.get(key, _OMITTED.get(tool, "")))) is not None
-        return any(isinstance(v, str) and rx.fullmatch(v) for v in arguments.values())
+            return bool(rx.fullmatch(str(arguments.get(key, _OMITTED.get(tool, "")))))
+        texts = [v for v in arguments.values() if isinstance(v, str)]
+        if allow:  # the model picks the arguments: one matching string must not carry the others through
+            return bool(texts) and all(rx.fullmatch(v) for v in texts)
+        return any(rx.fullmatch(v) for v in texts)
 
     def __str__(self) -> str:
         return self.text
@@ -108,7 +124,7 @@ def parse_rule(text: str, source: str = "") -> Rule:
     """Parse ``Tool`` or ``Tool(specifier)``; ``ValueError`` with a sentence saying what is wrong."""
     if not isinstance(text, str):
         raise ValueError(f"a permission rule must be a string such as 'bash(git status*)', got {text!r}")
-    m = _RULE.match(text)
+    m = _RULE.match(text) if "\x00" not in text else None
     if m is None:
         raise ValueError(f"invalid permission rule {text!r}: write a tool name, optionally with a specifier in "
                          "parentheses, e.g. 'bash', 'bash(git status*)', 'write_file(docs/**)'")
@@ -123,7 +139,8 @@ def parse_rule(text: str, source: str = "") -> Rule:
                              f"write {name!r} alone to cover every call")
         if spec.endswith(":*"):  # Claude Code's prefix form: "npm run test:*"
             spec = spec[:-2] + "*"
-        spec_rx = _glob(spec.removeprefix("./"), path=tool in _PATH_TOOLS)
+        path = tool in _PATH_TOOLS
+        spec_rx = _path_glob(spec.removeprefix("./")) if path else _Glob(spec)  # "./x.sh" is not "x.sh" on PATH
     any_depth = spec is not None and "/" not in spec.strip("/")
     return Rule(text.strip(), tool, spec, source, tool_rx, spec_rx, any_depth)
 
@@ -137,8 +154,48 @@ def parse_rules(texts: list[str] | tuple[str, ...], source: str = "") -> tuple[R
     return tuple(parse_rule(t, source) for t in texts)
 
 
-def _glob(pattern: str, *, path: bool) -> re.Pattern[str]:
-    """A glob as a regex: for paths ``*``/``?`` stay in one directory and ``**`` spans them; else ``*`` spans all."""
+class _Glob:
+    """A glob whose ``*`` spans anything (commands, agent types), matched without backtracking: a regex of
+    several ``.*`` takes polynomial time, and a model's long command would stall every agent."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pattern: str) -> None:
+        pieces: list[list[str]] = [[]]  # the regexes of the text between stars (``?``: any one character)
+        i, n = 0, len(pattern)
+        while i < n:
+            c = pattern[i]
+            if c == "\\" and i + 1 < n:  # a backslash makes the next character literal
+                pieces[-1].append(re.escape(pattern[i + 1]))
+                i += 1
+            elif c == "*":
+                if pieces[-1] or len(pieces) == 1:
+                    pieces.append([])
+            else:
+                pieces[-1].append("." if c == "?" else re.escape(c))
+            i += 1
+        self.pieces = [(re.compile("".join(p), re.S), len(p)) for p in pieces]
+
+    def fullmatch(self, text: str) -> bool:
+        (first, n0), *middle = self.pieces
+        if not middle:
+            return first.fullmatch(text) is not None
+        *middle, (last, n1) = middle
+        end = len(text) - n1
+        if end < n0 or first.match(text) is None or last.fullmatch(text, end) is None:
+            return False
+        pos = n0
+        for rx, size in middle:  # the leftmost place for each piece leaves the most room for the rest
+            m = rx.search(text, pos, end)
+            if m is None:
+                return False
+            pos = m.start() + size
+        return True
+
+
+def _path_glob(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex that also matches what is under a matching directory (``*``/``?`` stay in one
+    directory, ``**`` spans them)."""
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -147,7 +204,7 @@ def _glob(pattern: str, *, path: bool) -> re.Pattern[str]:
             out.append(re.escape(pattern[i + 1]))
             i += 2
             continue
-        if path and pattern.startswith("**/", i):
+        if pattern.startswith("**/", i):
             out.append("(?:.*/)?")
             i += 3
             continue
@@ -156,35 +213,62 @@ def _glob(pattern: str, *, path: bool) -> re.Pattern[str]:
             i += 2
             continue
         if c == "*":
-            out.append("[^/]*" if path else ".*")
+            out.append("[^/]*")
         elif c == "?":
-            out.append("[^/]" if path else ".")
+            out.append("[^/]")
         else:
             out.append(re.escape(c))
         i += 1
-    return re.compile("".join(out), re.S)
+    # a non-empty match, then "/" and anything: a matching directory covers what is under it
+    return re.compile("(?:" + "".join(out) + ")(?<=.)(?:/.*)?", re.S)
 
 
-def _path_matches(rx: re.Pattern[str], raw: str, root: str | None, *, any_depth: bool) -> bool:
-    """``raw`` (relative to ``root``) or one of its directories matches; with ``any_depth``, any one component."""
+def _path_matches(rx: re.Pattern[str], raw: str, root: str | None, *, any_depth: bool, allow: bool) -> bool:
+    """``raw`` (relative to ``root``) or one of its directories matches; with ``any_depth``, any one component.
+
+    With a ``root``, the path is also resolved (symlinks followed): a deny or ask rule matches if the
+    path as written *or* the file it reaches matches (``cfg/link -> ../.env`` is ``.env``); an allow
+    rule only if both do (``docs/link -> ../src`` is not under ``docs/``).  A path longer than the
+    system opens (``PATH_MAX``, ``NAME_MAX``) is never allowed by a rule and always matches a deny or
+    ask rule: matching it would cost time for a call that cannot succeed."""
     p = os.path.normpath(raw if os.path.isabs(raw) or root is None else os.path.join(root, raw))
+    if len(p) > _PATH_MAX or any(len(part) > _NAME_MAX for part in p.split("/")):
+        return not allow
+    written = _path_hit(rx, p, root, any_depth)
+    if root is None:
+        return written
+    try:  # the file tools resolve the path as normalized, beneath the root: so does this
+        real = _path_hit(rx, os.path.realpath(p), os.path.realpath(root), any_depth)
+    except (OSError, ValueError):  # a path the OS refuses (a NUL byte, a symlink loop): no resolved match
+        real = False
+    return (written and real) if allow else (written or real)
+
+
+def _path_hit(rx: re.Pattern[str], p: str, root: str | None, any_depth: bool) -> bool:
     if root is not None:
         rel = os.path.relpath(p, root)
         p = p if rel == ".." or rel.startswith("../") else rel
-    parts = p.split("/")
-    candidates = ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]  # a matching directory covers its files
-    if any_depth:
-        candidates += parts
-    return any(rx.fullmatch(c) for c in candidates if c)
+    if rx.fullmatch(p):  # the path, or one of its directories (the regex covers what is under a match)
+        return True
+    return any_depth and any(rx.fullmatch(part) for part in p.split("/") if part)
 
 
 def command_segments(command: str) -> list[str] | None:
     """The simple commands of a compound command, or ``None`` when it cannot be split safely."""
+    parts = _split(command)
+    return None if parts is None else [" ".join(s) for s in parts]
+
+
+def _split(command: str) -> list[list[str]] | None:
+    """The words of each simple command, or ``None`` when the shell could read more into it than shlex does
+    (substitutions, ``${...}`` and ``$[...]`` expansions, which can run commands (``${x@P}``), ``$'...'``
+    quoting, which shlex reads differently, redirections, newlines)."""
     if _UNSAFE.search(command):
         return None
     try:
         lex = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
         lex.whitespace_split = True
+        lex.commenters = ""  # shlex starts a comment at a '#' inside a word ('a#;rm'); bash does not
         tokens = list(lex)
     except ValueError:
         return None
@@ -196,27 +280,57 @@ def command_segments(command: str) -> list[str] | None:
             return None  # a redirection or an operator we do not split on
         else:
             segments[-1].append(tok)
-    return [" ".join(s) for s in segments if s]
+    return [s for s in segments if s]
 
 
-def _variants(segment: str) -> list[str]:
-    """A simple command, also without leading ``VAR=value`` words and with the program's base name."""
-    words = segment.split(" ")
-    while words and re.match(r"\A[A-Za-z_][A-Za-z0-9_]*=", words[0]):
-        words = words[1:]
-    out = [segment]
-    if words:
-        out.append(" ".join(words))
-        if "/" in words[0]:
-            out.append(" ".join([words[0].rsplit("/", 1)[1], *words[1:]]))
-    return out
-
-
-def _command_matches(rx: re.Pattern[str], command: str, *, allow: bool) -> bool:
-    segments = command_segments(command)
+def _command_matches(rx: _Glob, command: str, *, allow: bool) -> bool:
     if allow:
+        segments = command_segments(command)
         return bool(segments) and all(rx.fullmatch(s) for s in segments or ())
+    return _denied(rx, command, [_UNWRAP_BUDGET])
+
+
+def _denied(rx: _Glob, command: str, budget: list[int]) -> bool:
+    """Whether any part of ``command`` matches a deny or ask rule, looking through ``${IFS}``, grouping,
+    shell keywords, wrappers (``env``, ``sudo``, ``xargs``, ``timeout``...), ``eval`` and ``sh -c``.
+
+    ``budget``: how many more commands (``eval``'s, ``sh -c``'s) may be read; a command with more is
+    taken to match, so that padding cannot hide the part that does."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return True
+    command = _IFS.sub(" ", command)
     if rx.fullmatch(command.strip()):
         return True
-    parts = segments if segments is not None else re.split(r"[;&|\n]+|\$\(|`", command)
-    return any(rx.fullmatch(v.strip()) for s in parts for v in _variants(s.strip()) if v.strip())
+    parts = _split(command)
+    if parts is None:
+        parts = [p.split() for p in _ROUGH.split(command)]
+    return any(_words_denied(rx, words, budget) for words in parts if words)
+
+
+def _words_denied(rx: _Glob, words: list[str], budget: list[int]) -> bool:
+    words = list(words)  # "(rm -rf /)": a subshell's parentheses stick to its first and last words
+    words[0] = words[0].lstrip("(")
+    words[-1] = words[-1].rstrip(")")
+    words = [w for w in words if w]
+    i = 0
+    while i < len(words) and (words[i] in _KEYWORDS or _ASSIGNMENT.match(words[i])):
+        i += 1
+    starts = {0, i}
+    if i < len(words) and os.path.basename(words[i]) in _WRAPPERS:
+        # the wrapped command starts after the wrapper's options: a few words on (a bound keeps it linear)
+        starts.update(range(i, min(len(words), i + _WRAPPED_WITHIN)))
+    for s in sorted(starts):
+        rest = words[s:]
+        if not rest:
+            continue
+        program = os.path.basename(rest[0])
+        if rx.fullmatch(" ".join(rest)) or rx.fullmatch(" ".join([program, *rest[1:]])):
+            return True
+        if program == "eval" and _denied(rx, " ".join(rest[1:]), budget):
+            return True
+        if program in _SHELLS:
+            inner = (rest[k + 1] for k in range(1, len(rest) - 1) if re.fullmatch(r"-[a-z]*c[a-z]*", rest[k]))
+            if any(_denied(rx, c, budget) for c in inner):
+                return True
+    return False
