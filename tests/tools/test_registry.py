@@ -9,7 +9,7 @@ from typing import Any, Literal, TypedDict
 
 import pytest
 
-from subagents.exceptions import ToolError
+from subagents.exceptions import StoreError, ToolError
 from subagents.messages import ToolResultBlock, ToolUseBlock
 from subagents.tools.base import MAX_TOOL_OUTPUT, FunctionTool, Tool, ToolCategory, ToolContext, ToolRegistry, tool
 from subagents.tools.builtin import BUILTIN_TOOLS, builtin_tools
@@ -47,6 +47,12 @@ def fails(kind: str) -> str:
     """Fail on purpose."""
     if kind == "tool":
         raise ToolError("The thing is missing; create it first.")
+    if kind == "bug":
+        return None.upper()  # type: ignore[attr-defined, no-any-return]  # a tool's own bug
+    if kind == "deep":
+        raise MemoryError  # what ast.parse raises on a deeply nested file
+    if kind == "store":
+        raise StoreError("the run store is broken")
     raise ValueError("bad value")
 
 
@@ -161,6 +167,19 @@ async def test_tool_errors_become_error_results(ctx: ToolContext) -> None:
     assert await reg.execute(use("fails", kind="other"), ctx) == ToolResultBlock(
         "call_1", "tool 'fails' failed: ValueError: bad value", True
     )
+
+
+async def test_any_exception_of_a_tool_is_the_models_news_but_a_broken_store_is_not(ctx: ToolContext) -> None:
+    """An AttributeError (a tool's bug) or a MemoryError ended the whole run; the runtime's own store failing
+    still ends it (the model cannot work around it)."""
+    reg = ToolRegistry([fails])
+    bug = await reg.execute(use("fails", kind="bug"), ctx)
+    assert (bug.is_error, bug.content) == (True, "tool 'fails' failed: AttributeError: 'NoneType' object has no "
+                                                 "attribute 'upper'")
+    deep = await reg.execute(use("fails", kind="deep"), ctx)
+    assert (deep.is_error, deep.content) == (True, "tool 'fails' failed: MemoryError: ")
+    with pytest.raises(StoreError):
+        await reg.execute(use("fails", kind="store"), ctx)
 
 
 # --- @tool --------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol, overload, runtime_checkable
 
 from .._threads import call_in_thread
-from ..exceptions import ToolError
+from ..exceptions import StoreError, ToolError
 from ..messages import ToolResultBlock, ToolUseBlock
 from ..models.base import INVALID_ARGUMENTS_KEY, ToolSpec
 from .context import ToolContext
@@ -310,7 +310,9 @@ class ToolRegistry:
             out = await t.call(call.arguments, ctx)
         except ToolError as e:
             return ToolResultBlock(call.id, truncate_output(str(e), self.max_output), True)
-        except (TypeError, ValueError, OSError, LookupError, RuntimeError) as e:
+        except StoreError:
+            raise  # the runtime's own record failed: not the model's to work around
+        except Exception as e:  # a tool's bug (AttributeError, MemoryError of a deep parse...) is the model's news
             msg = f"tool {call.name!r} failed: {type(e).__name__}: {e}"
             return ToolResultBlock(call.id, truncate_output(msg, self.max_output), True)
         return ToolResultBlock(call.id, truncate_output(out, self.max_output), False)

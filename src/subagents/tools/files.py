@@ -26,7 +26,7 @@ from .base import ToolCategory, ToolContext, tool
 from .globbing import glob_regex
 from .regexes import Regex, compile_line_regex
 from .schema import Range
-from .textio import encode_text, open_text, os_error, write_bytes
+from .textio import LineReader, encode_text, line_end, open_text, os_error, with_line_ends, write_bytes
 
 __all__ = ["edit_file", "glob", "grep", "list_dir", "read_file", "write_file"]
 
@@ -39,12 +39,22 @@ READ_MAX_CHARS = 45_000
 """``read_file`` stops early rather than produce more than this (the registry caps at 50,000)."""
 MAX_LINE_CHARS = 2000
 """Longer lines are cut in ``read_file`` output."""
+EDIT_MAX_BYTES = 32 << 20
+"""The largest file ``edit_file`` takes (it holds the file, and the edited copy, in memory)."""
+COUNT_CHARS = 256 << 20
+"""``read_file`` counts the lines after those it shows through this many characters at most."""
 LIST_LIMIT = 1000
 GLOB_LIMIT = 1000
 LOOPS_NAMED = 10
 """``glob`` names this many symlink loops it skipped, and counts the rest."""
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 """Version-control directories that ``glob`` and ``grep`` never descend into."""
+
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as decoded with "surrogateescape"
+_NOT_UTF8_HINT = (
+    " The file holds bytes that are not UTF-8, which read_file shows as \ufffd and which no old_string can "
+    "match: leave them out (match the text beside them), or change those lines with bash."
+)
 
 # ``tool(...)`` is typed ``Any``; name the decorators' real type so the tools stay typed.
 _read_tool = tool(category=ToolCategory.READ)
@@ -93,33 +103,42 @@ def read_file(ctx: ToolContext, path: str, offset: _Lines = 1, limit: _Lines = R
         raise ToolError(f"offset must be 1 or more (the first line is line 1), got {offset}.")
     if limit < 1:
         raise ToolError(f"limit must be 1 or more, got {limit}.")
-    raw_file, rel, _ = open_text(ctx.workspace, path)
+    raw_file, rel, st = open_text(ctx.workspace, path)
     shown: list[str] = []
-    size = 0
-    total = 0
-    stopped_at: int | None = None  # first line not shown because of the size budget
+    size = n = 0
+    rest: int | None = 0  # lines after the last one read (None: too many characters left to count)
+    stopped = False  # a line was not shown because of the size budget
     with io.TextIOWrapper(raw_file, encoding="utf-8", errors="replace") as f:
-        for total, raw in enumerate(f, 1):
-            if total < offset or total >= offset + limit or stopped_at is not None:
-                continue
-            line = raw.rstrip("\r\n")
-            if len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS:,} characters]"
+        lines = LineReader(f, MAX_LINE_CHARS)
+        n = lines.skip(offset - 1)
+        while n >= offset - 1 and (got := lines.line()) is not None:
+            n += 1
+            line, cut = got
+            if cut:
+                line += f" [... line cut at {MAX_LINE_CHARS:,} characters]"
             size += len(line) + 8
-            if size > READ_MAX_CHARS and shown:
-                stopped_at = total
-                continue
-            shown.append(line)
-    if total == 0:
+            stopped = size > READ_MAX_CHARS and bool(shown)
+            if not stopped:
+                shown.append(line)
+            if stopped or n >= offset + limit - 1:
+                rest = lines.count_rest(COUNT_CHARS)
+                break
+    total = None if rest is None else n + rest
+    if n == 0:
         return f"{rel} is empty (0 lines)."
-    if offset > total:
+    if n < offset:
         raise ToolError(
-            f"offset {offset} is past the end of {rel}, which has {total:,} lines; use an offset from 1 to {total}."
+            f"offset {offset} is past the end of {rel}, which has {n:,} lines; use an offset from 1 to {n}."
         )
     last = offset + len(shown) - 1
     text = _number(shown, offset)
-    if last < total:
-        why = " (stopped early to keep the output small)" if stopped_at is not None else ""
+    why = " (stopped early to keep the output small)" if stopped else ""
+    if total is None:
+        text += (
+            f"\n\n[lines {offset:,}-{last:,} shown{why}; more lines follow ({rel} is {st.st_size:,} bytes, too "
+            f"large to count its lines). Call read_file with offset={last + 1} to read on.]"
+        )
+    elif last < total:
         text += (
             f"\n\n[lines {offset:,}-{last:,} of {total:,} shown{why}; {total - last:,} more lines. "
             f"Call read_file with offset={last + 1} to read on.]"
@@ -135,6 +154,9 @@ def write_file(ctx: ToolContext, path: str, content: str) -> str:
         path: the file, relative to the workspace root (or absolute inside it).
         content: the complete new content of the file.
     """
+    if path.endswith(("/", "/.")) or path == ".":
+        raise ToolError(f"{path!r} ends with '/', so it names a directory, not a file; pass the file's path "
+                        "without the trailing '/'.")
     data = encode_text(content, "content", path)
     rel, existed = write_bytes(ctx.workspace, path, data)
     verb = "Overwrote" if existed else "Created"
@@ -161,31 +183,60 @@ def edit_file(ctx: ToolContext, path: str, old_string: str, new_string: str, rep
     encode_text(new_string, "new_string", path)
     f, rel, st = open_text(ctx.workspace, path)
     with f:
-        text = f.read().decode("utf-8", "surrogateescape")  # bytes that are not UTF-8 survive the round trip
+        data = f.read(EDIT_MAX_BYTES + 1)  # never a whole file of gigabytes in memory
+    if len(data) > EDIT_MAX_BYTES:
+        raise ToolError(
+            f"{rel} is {max(st.st_size, len(data)):,} bytes, more than edit_file takes ({EDIT_MAX_BYTES:,} bytes), "
+            "so it was not changed; edit it with bash (sed, or a script that streams it)."
+        )
+    text = data.decode("utf-8", "surrogateescape")  # bytes that are not UTF-8 survive the round trip
+    eol = line_end(text)
     count = text.count(old_string)
     if count == 0 and "\r\n" in text and "\n" in old_string and "\r\n" not in old_string:
-        old_string, new_string = old_string.replace("\n", "\r\n"), new_string.replace("\n", "\r\n")
-        count = text.count(old_string)  # the file uses CRLF line endings; the model wrote LF
+        crlf = old_string.replace("\n", "\r\n")  # the file uses CRLF line endings; the model wrote LF
+        count = text.count(crlf)
+        if count:
+            old_string, eol = crlf, "\r\n"  # the text replaced has CRLF line ends: its replacement too
+    new_string = with_line_ends(new_string, eol)  # the file keeps its line ends, whichever the model wrote
     if count == 0:
         raise ToolError(
             f"old_string was not found in {rel}; read the file and copy the exact text to replace, "
-            "including whitespace and indentation."
+            "including whitespace and indentation." + (_NOT_UTF8_HINT if "\ufffd" in old_string and
+                                                       _NOT_UTF8.search(text) else "")
         )
     if count > 1 and not replace_all:
         raise ToolError(
             f"old_string occurs {count} times in {rel}; add surrounding lines to old_string so it matches "
             "exactly one place, or set replace_all=true to replace every occurrence."
         )
+    if old_string == new_string:
+        raise ToolError("old_string and new_string differ only in their line ends, so there is nothing to change.")
     start = text.index(old_string)
     new_text = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
     write_bytes(ctx.workspace, path, new_text.encode("utf-8", "surrogateescape"), expect=(st.st_dev, st.st_ino))
-    first = text.count("\n", 0, start) + 1
-    lines = new_text.splitlines()
+    first = _universal(text[:start]).count("\n") + 1  # line numbers as read_file gives them
+    lines = _universal(new_text).split("\n")
+    if lines[-1] == "":
+        lines.pop()  # after the last line end: no line
     if not lines:
         return f"Edited {rel}: replaced {count} occurrence(s); the file is now empty."
-    lo, hi = max(first - 3, 1), min(first + new_string.count("\n") + 3, len(lines))
+    lo, hi = max(first - 3, 1), min(first + _universal(new_string).count("\n") + 3, len(lines))
     done = f"replaced {count} occurrences" if count > 1 else "replaced 1 occurrence"
-    return f"Edited {rel}: {done}. Lines {lo}-{hi} now read:\n{_number(lines[lo - 1 : hi], lo)}"
+    shown = [_shown(line) for line in lines[lo - 1 : hi]]
+    return f"Edited {rel}: {done}. Lines {lo}-{hi} now read:\n{_number(shown, lo)}"
+
+
+def _universal(text: str) -> str:
+    """``text`` with every line end (CRLF, CR, LF) as LF: lines split as read_file splits them."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _shown(line: str) -> str:
+    """A line of a file for a result: bytes that are not UTF-8 as U+FFFD (as read_file shows them), cut if long."""
+    line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if len(line) > MAX_LINE_CHARS:
+        line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS:,} characters]"
+    return line
 
 
 @_read_tool

@@ -18,15 +18,18 @@ Patterns are matched line by line (``grep``): ``^`` and ``$`` are a line's start
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from ..exceptions import ToolError
 
-__all__ = ["Regex", "compile_glob_regex", "compile_line_regex"]
+__all__ = ["Regex", "compile_glob_regex", "compile_line_regex", "compile_source_regex"]
 
 
 class Match(Protocol):
     def start(self) -> int: ...
+
+    def groups(self) -> tuple[Any, ...]: ...
 
     def end(self) -> int: ...
 
@@ -39,6 +42,8 @@ class Regex(Protocol):
     def search(self, text: Any, pos: int = ..., endpos: int = ...) -> Match | None: ...
 
     def fullmatch(self, text: Any, pos: int = ..., endpos: int = ...) -> Match | None: ...
+
+    def finditer(self, text: Any, pos: int = ..., endpos: int = ...) -> Iterator[Match]: ...
 
 
 @functools.cache
@@ -140,4 +145,10 @@ def compile_glob_regex(regex: str) -> Regex:
     except _re2().error as e:
         raise ToolError(f"the glob could not be used: {_message(e)}; simplify it (fewer alternatives or "
                         "wildcards).") from None
+    return rx
+
+
+def compile_source_regex(pattern: str) -> Regex:
+    """One of the tools' own patterns (not a model's) in multi-line mode, e.g. ``repo_map``'s symbol patterns."""
+    rx: Regex = _re2().compile("(?m)" + pattern, _options(never_nl=False))
     return rx

@@ -12,6 +12,7 @@ hidden and outside paths are never read.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import threading
@@ -19,9 +20,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated
 
+from .._threads import cancelled
 from ..exceptions import ToolError
 from ..sandbox import tree
 from .base import ToolCategory, ToolContext, tool
+from .regexes import Regex, compile_source_regex
 from .schema import Range
 from .textio import os_error
 
@@ -34,17 +37,19 @@ MAX_FILES = 5000
 SKIP = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache",
                   ".ruff_cache", ".pytest_cache", ".tox", "dist", "build", "target", ".idea", ".vscode"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_PATTERNS: dict[str, re.Pattern[str]] = {
-    "js": re.compile(r"^(?:export\s+(?:default\s+)?)?(?:async\s+)?(?:function\*?|class|interface|type|enum|"
-                     r"const|let)\s+([A-Za-z_$][\w$]*)", re.M),
-    "go": re.compile(r"^(?:func(?:\s*\([^)]*\))?|type)\s+([A-Za-z_]\w*)", re.M),
-    "rs": re.compile(r"^(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(?:fn|struct|enum|trait|type|mod|const)\s+"
-                     r"([A-Za-z_]\w*)", re.M),
-    "java": re.compile(r"^(?:(?:public|private|protected|internal|abstract|final|static|sealed|data|open)\s+)*"
-                       r"(?:class|interface|enum|record|object|fun)\s+([A-Za-z_]\w*)", re.M),
-    "rb": re.compile(r"^\s*(?:class|module|def)\s+([A-Za-z_][\w.:]*[?!]?)", re.M),
-    "c": re.compile(r"^(?:struct|enum|union|class|typedef\s+struct)\s+([A-Za-z_]\w*)|"
-                    r"^[A-Za-z_][\w\s\*]*?\b([A-Za-z_]\w*)\s*\([^;]*\)\s*\{?\s*$", re.M),
+# Matched with RE2 (linear time, the GIL released), not Python's re: `^\s*` and `[\w\s\*]*?` cross line ends, and re
+# backtracked through the rest of the file from every line start (minutes for a 256 kB file of blank lines or plain
+# words, with the GIL held: the event loop frozen).
+_PATTERNS: dict[str, str] = {
+    "js": r"^(?:export\s+(?:default\s+)?)?(?:async\s+)?(?:function\*?|class|interface|type|enum|"
+          r"const|let)\s+([A-Za-z_$][\w$]*)",
+    "go": r"^(?:func(?:\s*\([^)]*\))?|type)\s+([A-Za-z_]\w*)",
+    "rs": r"^(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(?:fn|struct|enum|trait|type|mod|const)\s+([A-Za-z_]\w*)",
+    "java": r"^(?:(?:public|private|protected|internal|abstract|final|static|sealed|data|open)\s+)*"
+            r"(?:class|interface|enum|record|object|fun)\s+([A-Za-z_]\w*)",
+    "rb": r"^\s*(?:class|module|def)\s+([A-Za-z_][\w.:]*[?!]?)",
+    "c": r"^(?:struct|enum|union|class|typedef\s+struct)\s+([A-Za-z_]\w*)|"
+         r"^[A-Za-z_][\w\s\*]*?\b([A-Za-z_]\w*)\s*\([^;]*\)\s*\{?\s*$",
 }
 _LANG = {".js": "js", ".jsx": "js", ".mjs": "js", ".ts": "js", ".tsx": "js", ".go": "go", ".rs": "rs",
          ".java": "java", ".kt": "java", ".cs": "java", ".scala": "java", ".rb": "rb", ".c": "c", ".h": "c",
@@ -65,8 +70,8 @@ _cache_lock = threading.Lock()
 def _python(text: str) -> tuple[list[str], list[str]]:
     try:
         module = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return [], []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # MemoryError: the parser's stack overflowed
+        return [], []  # (200,000 nested unary minus), not the process's memory
     lines: list[str] = []
     names: list[str] = []
     for node in module.body:
@@ -88,8 +93,14 @@ def _python(text: str) -> tuple[list[str], list[str]]:
     return lines, names
 
 
+@functools.cache
+def _pattern(lang: str) -> Regex:
+    return compile_source_regex(_PATTERNS[lang])
+
+
 def _other(text: str, lang: str) -> tuple[list[str], list[str]]:
-    names = [next(g for g in m.groups() if g) for m in _PATTERNS[lang].finditer(text)]
+    data = text.encode("utf-8", "surrogatepass")  # RE2 searches UTF-8; a str would be encoded again per match
+    names = [next(g for g in m.groups() if g).decode("utf-8", "replace") for m in _pattern(lang).finditer(data)]
     names = [n for n in dict.fromkeys(names) if n not in ("if", "for", "while", "switch", "return", "main")]
     return names, names
 
@@ -109,7 +120,7 @@ def _read(ctx: ToolContext, rel: str) -> _Entry | None:
     ws = ctx.workspace
     try:
         fd, _, st = ws.open_file(rel)
-    except OSError:
+    except (OSError, ToolError):  # gone, or refused (a hard link to a hidden file): left out, like grep does
         return None
     key = (str(ws.root), rel)
     with os.fdopen(fd, "rb") as f:
@@ -162,7 +173,12 @@ def repo_map(ctx: ToolContext, path: str = ".", max_tokens: Annotated[int, Range
         max_tokens: how long the outline may be, in tokens (about 4 characters each).
     """
     base, files, capped = _files(ctx, path)
-    entries = {f: e for f in files if (e := _read(ctx, f)) is not None}
+    entries: dict[str, _Entry] = {}
+    for n, f in enumerate(files, 1):
+        if n % 64 == 0 and cancelled():  # the caller stopped waiting (the run's timeout, Ctrl-C): stop reading
+            raise ToolError("repo_map was cancelled before it finished.")
+        if (e := _read(ctx, f)) is not None:
+            entries[f] = e
     if not entries:
         return f"No files under {base}."
     mentions: Counter[str] = Counter()

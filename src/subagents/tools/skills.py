@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ PROJECT_DIRS = (".subagents/skills", ".claude/skills")
 MAX_DESCRIPTION = 1024
 """The Agent Skills format's cap on a description; longer ones are cut in the listing."""
 MAX_LISTED_FILES = 50
+MAX_FILE_BYTES = 256 * 1024
+"""``skill(name, file=...)`` reads this much of a file at most (its result is cut at 50,000 characters anyway)."""
 _log = logging.getLogger("subagents.skills")
 _KEY = re.compile(r"\A(name|description)[ \t]*:[ \t]*(.*)\Z")
 
@@ -207,9 +210,21 @@ class SkillTool:
         target = (folder / file).resolve()
         if not target.is_relative_to(folder):
             raise ToolError(f"{file!r} is outside the folder of skill {s.name!r}; give a path inside it")
-        if not target.is_file():
+        try:  # O_NONBLOCK: a FIFO put there is refused below, never waited on
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+            if fd >= 0:
+                os.close(fd)
             raise ToolError(f"skill {s.name!r} has no file {file!r}; its files: {', '.join(_files(folder)) or 'none'}")
-        return truncate_output(target.read_text(encoding="utf-8", errors="replace"))
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_FILE_BYTES)  # a file of gigabytes is not read whole
+        if b"\x00" in data[:8192]:
+            raise ToolError(f"{file!r} of skill {s.name!r} is a binary file (it contains NUL bytes), so it was not "
+                            "read; the skill tool reads text files only.")
+        text = data.decode("utf-8", "replace")
+        return truncate_output(text)
 
     def __repr__(self) -> str:
         return f"<tool {self.name} (read)>"

@@ -79,7 +79,8 @@ def _items(todos: Iterable[TodoItem]) -> list[dict[str, Any]]:
             raise ToolError(f"todo item {i} has empty content; say what is to be done in each item.")
         item_id = t.get("id") or str(i)
         if item_id in seen:
-            raise ToolError(f"todo id {item_id!r} is used more than once; give every item its own id.")
+            why = "" if t.get("id") else f" (item {i} has no id, so its position is its id)"
+            raise ToolError(f"todo id {item_id!r} is used more than once{why}; give every item its own id.")
         seen.add(item_id)
         items.append({"id": item_id, "content": content, "status": t["status"]})
     active = [t["content"] for t in items if t["status"] == "in_progress"]
