@@ -113,11 +113,16 @@ class RemoteApprovals:
         decision = await self.broker.decide(req, lambda: self._covered(root, request))
         if decision.allowed and decision.always:
             text = decision.rule or req.always_rule
+            rule: Rule | None
             try:
                 rule = parse_rule(text, "approval")
             except ValueError:  # a malformed rule from the approver: the worker remembers the call itself
-                rule, decision = parse_rule(req.always_rule, "approval"), Decision.allow_always(req.always_rule)
-            self.rules.setdefault(root, []).append(rule)
+                try:
+                    rule, decision = parse_rule(req.always_rule, "approval"), Decision.allow_always(req.always_rule)
+                except ValueError:  # no rule for the call either (a blank command): allowed once
+                    rule, decision = None, Decision.allow()
+            if rule is not None:
+                self.rules.setdefault(root, []).append(rule)
         try:
             await engine.decide(run_id, call_id, decision)
         except UserError:
