@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import math
 import weakref
+from collections.abc import Container
 from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import SpawnError, ToolError, UserError
+from ..ids import MIN_REF, id_matches
 from ..tools.control import TeamControl
 from .limits import Limits
 from .node import AgentNode
@@ -33,22 +35,39 @@ _js = encode_basestring_ascii  # a str as json.dumps writes it
 _BACKGROUND_NOTE = _js("runs in the background; its result will be announced to you, or collect it with wait")
 
 
+INLINE_LEVELS = 16
+"""A foreground child runs in its parent's task (``inline``), so a chain of nested foreground agents is one chain of
+awaits, resumed through all its frames; every 16th level runs in a task of its own, which starts a new chain: a
+``max_depth`` of 100 nests 100 deep instead of failing near depth 60 with a ``RecursionError``."""
+
 LABEL_MAX = 200
 """Characters of a ``spawn_agent`` label (it names the task in announcements and listings)."""
 
 
-def _label(label: str | None) -> str | None:
-    if label is None:
-        return None
-    if not isinstance(label, str):
+def _one_line(text: str) -> str:
+    """``text`` on one line: control and format characters (a terminal escape, NUL, a bidi override, a line
+    separator) become spaces, and runs of whitespace one space."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(text.split())
+
+
+def _label(label: str | None, description: str = "", prompt: str = "") -> str | None:
+    """The task's name in announcements and listings: ``label``, else the description, else the start of the
+    prompt, each on one line (see :func:`_one_line`); a given label over ``LABEL_MAX`` is refused, a long
+    description or prompt is cut."""
+    if label is not None and not isinstance(label, str):
         raise ToolError(f"label must be a short text, got {type(label).__name__}; e.g. label='scan the tests'")
-    one_line = " ".join(label.split())
-    if not one_line:
-        return None
+    one_line = _one_line(label) if label else ""
     if len(one_line) > LABEL_MAX:
         raise ToolError(f"label is {len(one_line)} characters; keep it under {LABEL_MAX} (a few words naming the "
                         "task; the task itself goes in prompt)")
-    return one_line
+    if not one_line:  # (what the manager would take: the description, else the prompt's start)
+        one_line = _one_line(description[:LABEL_MAX * 4]) if isinstance(description, str) else ""
+        one_line = one_line or (_one_line(prompt[:60]) if isinstance(prompt, str) else "")
+        if len(one_line) > LABEL_MAX:
+            one_line = one_line[:LABEL_MAX - 1].rstrip() + "…"
+    return one_line or None
 
 
 def _cleanup(cleanup: str | None) -> str:
@@ -68,6 +87,16 @@ def _run_timeout(seconds: object) -> float:
     return float(seconds)  # type: ignore[arg-type]
 
 
+def _match(nodes: list[AgentNode], ref: str, held: Container[str]) -> AgentNode | None:
+    """The one of ``nodes`` that ``ref`` names as :meth:`.AgentTree.find` does: a nickname (the agent that holds it
+    first), else a unique start or end of an id (4+ characters)."""
+    by_nick = [n for n in nodes if n.nickname == ref]
+    if by_nick:
+        return max(by_nick, key=lambda n: n.nickname in held)
+    hits = [n for n in nodes if id_matches(n.id, ref)] if len(ref) >= MIN_REF else []
+    return hits[0] if len(hits) == 1 else None
+
+
 class ManagerControl:
     """The sub-agent tools' way into the manager (one per manager, held by every agent's tool context).
 
@@ -76,10 +105,11 @@ class ManagerControl:
     collection (tests/runtime/test_gc.py).
     """
 
-    __slots__ = ("mgr",)
+    __slots__ = ("closes", "mgr")
 
     def __init__(self, mgr: AgentManager) -> None:
         self.mgr: AgentManager = weakref.proxy(mgr)
+        self.closes: dict[str, int] = {}  # agent id -> close_agent calls closing it now (see resume_agent)
 
     @property
     def teams(self) -> TeamControl:
@@ -94,18 +124,48 @@ class ManagerControl:
             raise ToolError(f"the calling agent {caller_id!r} is not known to the manager")
         return node
 
-    def _child(self, caller: AgentNode, ref: str) -> AgentNode:
-        node = self.mgr.find(ref)
-        if node is None and not caller.children_complete:  # restored: load finished children on demand
-            adopt_children(self.mgr, caller)
-            node = self.mgr.find(ref)
-        if node is None:
-            raise ToolError(f"no agent with id or nickname {ref!r}; call list_agents to see the agents you can reach")
+    def _starter(self, caller_id: str) -> AgentNode:
+        """The caller of a tool that starts an agent (``spawn_agent``, ``resume_agent``): refused while it is being
+        closed, since ``close`` cancels the subtree it found when it began, and an agent started after that (by a
+        call of the same turn that ran a moment later) would run on under a closed parent."""
+        caller = self._caller(caller_id)
+        if caller.closing or caller.status.is_final():
+            raise ToolError(f"{caller.nickname} is being closed (status {caller.status}): it starts no more agents")
+        return caller
+
+    def _below(self, caller: AgentNode, node: AgentNode) -> bool:
+        """Whether ``node`` is a descendant of ``caller`` (a child, a grandchild...)."""
+        if node.root_id != caller.root_id:
+            return False
         n: AgentNode | None = node
         while n is not None and n.parent_id is not None:
             if n.parent_id == caller.id:
-                return node
+                return True
             n = self.mgr.nodes.get(n.parent_id)
+        return False
+
+    def _child(self, caller: AgentNode, ref: str, _adopted: bool = False) -> AgentNode:
+        """The descendant of ``caller`` that ``ref`` (an id, a nickname, a unique start or end of an id) names.
+
+        A nickname or a short id is looked up among the caller's descendants only, so agents of other trees never
+        make it ambiguous; an agent of another tree is unknown to the caller (its id is not shown), one of its own
+        tree that is not below it (its parent, a sibling, itself) is refused as not its sub-agent."""
+        mgr = self.mgr
+        node = mgr.nodes.get(ref)
+        if node is None:
+            node = _match(mgr.tree.subtree(caller)[1:], ref, mgr.nicknames)  # (its descendants in memory)
+            if node is None:
+                other = mgr.find(ref)
+                node = other if other is not None and other.root_id == caller.root_id else None
+        if node is not None and self._below(caller, node):
+            return node
+        if not caller.children_complete and not _adopted:  # restored: load finished children on demand
+            adopt_children(mgr, caller)
+            return self._child(caller, ref, True)
+        if node is None or node.root_id != caller.root_id:
+            shown = ref if len(ref) <= 100 else ref[:100] + "..."
+            raise ToolError(f"no agent with id or nickname {shown!r}; call list_agents to see the agents you can "
+                            "reach")
         raise ToolError(f"agent {node.nickname} ({node.id}) is not one of your sub-agents; "
                         "you can only steer agents you spawned (or their descendants)")
 
@@ -113,7 +173,7 @@ class ManagerControl:
                           background: bool | None, model: str | None, isolation: str | None = None, *,
                           label: str | None = None, cleanup: str | None = None,
                           run_timeout_s: float | None = None, output_schema: dict[str, Any] | None = None) -> str:
-        caller = self._caller(caller_id)
+        caller = self._starter(caller_id)
         if model is not None and "@" in model:
             raise ToolError(f"model {model!r} names a server: an agent may choose a model, not where the runtime "
                             "sends the request (and the API key). Pass the model name alone, e.g. "
@@ -127,7 +187,8 @@ class ManagerControl:
         try:
             node = self.mgr.spawn(agent_type=agent_type, prompt=prompt, parent_id=caller.id,
                                   description=description, background=background, model=model, isolation=isolation,
-                                  label=_label(label), cleanup=_cleanup(cleanup), limits=limits, inline=True)
+                                  label=_label(label, description, prompt), cleanup=_cleanup(cleanup), limits=limits,
+                                  inline=(caller.depth + 1) % INLINE_LEVELS != 0)
         except SpawnError as e:
             raise ToolError(str(e)) from None
         self.mgr.recorder.attach_output(node, spec)
@@ -165,8 +226,8 @@ class ManagerControl:
     async def wait(self, caller_id: str, agent_ids: list[str] | None, timeout_s: float | None,
                    return_when: str) -> str:
         caller = self._caller(caller_id)
-        if agent_ids:
-            nodes = [self._child(caller, a) for a in agent_ids]
+        if agent_ids:  # each agent once, however often it is named (by id and by nickname, or 100,000 times)
+            nodes = list({n.id: n for n in (self._child(caller, a) for a in dict.fromkeys(agent_ids))}.values())
         else:
             adopt_children(self.mgr, caller)
             nodes = [self.mgr.nodes[c] for c in caller.children if c in self.mgr.nodes]
@@ -215,14 +276,27 @@ class ManagerControl:
         caller = self._caller(caller_id)
         node = self._child(caller, agent_id)
         already = node.status.is_final()
-        result = await self.mgr.close(node.id)
+        self.closes[node.id] = self.closes.get(node.id, 0) + 1
+        try:
+            result = await self.mgr.close(node.id)
+        finally:
+            if self.closes[node.id] == 1:
+                del self.closes[node.id]
+            else:
+                self.closes[node.id] -= 1
         self.mgr.withdraw_announcement(caller, node.id)
         prefix = "already finished" if already else "closed (with its descendants)"
         return f"{node.nickname} {prefix}.\n" + compressed_result(result, self.mgr.cfg.result_max_chars)
 
     async def resume_agent(self, caller_id: str, agent_id: str, message: str) -> str:
-        caller = self._caller(caller_id)
+        caller = self._starter(caller_id)
         node = self._child(caller, agent_id)
+        up = self.mgr.nodes.get(node.parent_id) if node.parent_id else None
+        while up is not None and up is not caller:  # a close under way cancels only what ran when it began
+            if up.id in self.closes or (up.closing and not up.status.is_final()):
+                raise ToolError(f"{up.nickname}, the parent of {node.nickname} (or its ancestor), is being closed: "
+                                f"{node.nickname} is not resumed under it; wait for the close to end, then resume it")
+            up = self.mgr.nodes.get(up.parent_id) if up.parent_id else None
         try:
             self.mgr.resume(node.id, message)
         except SpawnError as e:
@@ -237,13 +311,33 @@ class ManagerControl:
         caller = self._caller(caller_id)
         mgr = self.mgr
         adopt_children(mgr, caller)
-        tree = [n for n in mgr.nodes.values() if n.root_id == caller.root_id]
+        tree = sorted((n for n in mgr.nodes.values() if n.root_id == caller.root_id),
+                      key=lambda n: (n.depth, n.nickname))
         nick = {n.id: n.nickname for n in tree}
         lines = [f"{'  ' * n.depth}- {n.nickname} ({n.id}) type={n.info.agent_type} status={n.status} "
                  f"depth={n.depth} parent={nick.get(n.parent_id or '', '-')}" + (" [you]" if n is caller else "")
-                 for n in sorted(tree, key=lambda n: (n.depth, n.nickname))]
+                 for n in tree]
+        if sum(len(x) + 1 for x in lines) > WAIT_BUDGET:  # a big tree: what fits, the capacity line last as always
+            lines = _fitted_listing(tree, lines, caller)
         slots = mgr.cfg.max_threads - mgr.running_slots
         depth_left = mgr.cfg.max_depth - caller.depth
         lines.append(f"capacity: {slots} of {mgr.cfg.max_threads} thread slots free; "
                      f"you are at depth {caller.depth}, {depth_left} more level(s) of sub-agents allowed")
         return "\n".join(lines)
+
+
+def _fitted_listing(tree: list[AgentNode], lines: list[str], caller: AgentNode) -> list[str]:
+    """The lines of a listing too long for one tool output: the caller's, then the unfinished agents' (they can be
+    steered), then finished ones, while they fit in ``WAIT_BUDGET``; shown in their order, then a count of the rest."""
+    order = sorted(range(len(tree)), key=lambda i: (tree[i] is not caller, tree[i].status.is_final(), i))
+    room, keep = WAIT_BUDGET - 300, set()
+    for i in order:
+        room -= len(lines[i]) + 1
+        if room < 0:
+            break
+        keep.add(i)
+    left = [n for i, n in enumerate(tree) if i not in keep]
+    running = sum(1 for n in left if not n.status.is_final())
+    return [*(lines[i] for i in sorted(keep)),
+            f"[{len(left)} more agents of this tree not shown ({running} unfinished, {len(left) - running} finished; "
+            "unfinished ones are listed first); wait(agent_ids=[...]) or close_agent with an id you know]"]

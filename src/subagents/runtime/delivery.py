@@ -3,8 +3,8 @@
 When a background child ends, the manager records an announcement (with the child's final status,
 atomically; its text is seed 003's trigger message, :func:`~.result.trigger_message`) and hands it here:
 
-- the parent is running and ``[announce] steer`` is on (the default) -> injected into its inbox,
-  delivered at its next tool boundary ("steer");
+- the parent is running (or starting: resumed, its run not under way yet) and ``[announce] steer`` is on (the
+  default) -> injected into its inbox, delivered at its next tool boundary ("steer");
 - the parent is running and steering is off -> queued in its inbox as a follow-up: it waits for the
   end of the parent's turn and is then given as one more user turn ("followup");
 - the parent is not running -> kept as a follow-up, delivered first when the parent is resumed;
@@ -49,7 +49,10 @@ class Announcements:
     def deliver(self, parent: AgentNode, ann: AnnouncementRecord) -> None:
         """Steer a running parent (next tool boundary), else queue as a follow-up turn (see the module docstring)."""
         steer = False
-        if parent.status is Status.RUNNING:
+        # running, or starting: resumed (its status says so once its run is under way), its first message already
+        # made: a follow-up would wait for the resume after this one
+        starting = parent.status is Status.PENDING_INIT and parent.task is not None and parent.core_ is not None
+        if parent.status is Status.RUNNING or starting:
             steer = self.steer
             if steer:
                 parent.core.inbox.put(ann.text, key=f"ann:{ann.id}")

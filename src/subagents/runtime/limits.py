@@ -32,16 +32,27 @@ class Budget:
     def __init__(self, limits: Limits, *, now: float | None = None, parent: Budget | None = None) -> None:
         self.limits = limits
         self.parent = parent
-        self.started = time.monotonic() if now is None else now
-        self.deadline = None if limits.timeout_s is None else self.started + limits.timeout_s
+        self.started = 0.0
+        self.deadline: float | None = None
         self.inherited = False  # whether ``deadline`` is an ancestor's (it comes before this run's own)
-        if parent is not None and parent.deadline is not None and (self.deadline is None
-                                                                   or parent.deadline < self.deadline):
-            self.deadline, self.inherited = parent.deadline, True  # a child's deadline never passes its parent's
+        self.restart(now)
         self.tokens = 0
         self.cost = 0.0
         own = limits.max_tokens is not None or limits.max_cost_usd is not None
         self._bounded: bool = own or (parent is not None and parent._bounded)
+
+    def restart(self, now: float | None = None) -> None:
+        """Start the wall clock (again) at ``now``: ``timeout_s`` counts from here, capped by the parent's deadline.
+
+        A queued agent whose loop was built while it waited for a slot (a ``send_input`` reached it) starts its
+        clock when it starts running: time spent queued counts against its parent's deadline, not its own."""
+        self.started = time.monotonic() if now is None else now
+        limits, parent = self.limits, self.parent
+        self.deadline = None if limits.timeout_s is None else self.started + limits.timeout_s
+        self.inherited = False
+        if parent is not None and parent.deadline is not None and (self.deadline is None
+                                                                   or parent.deadline < self.deadline):
+            self.deadline, self.inherited = parent.deadline, True  # a child's deadline never passes its parent's
 
     def chain(self) -> list[Budget]:
         """This budget and its ancestors', nearest first."""
@@ -117,11 +128,20 @@ class Budget:
         timeout = wanted.timeout_s
         rem = self.remaining_s()
         if rem is not None:
-            rem = max(rem, 0.001)
+            if rem <= 0:  # the deadline here (or above) has passed: a child would time out before its first call
+                raise self._overdue()
             timeout = rem if timeout is None else min(timeout, rem)
         if tokens == wanted.max_tokens and cost == wanted.max_cost_usd and timeout == wanted.timeout_s:
             return wanted  # nothing to cap (the common case): no new Limits to build and validate
         return Limits(wanted.max_turns, tokens, timeout, cost)
+
+    def _overdue(self) -> LimitExceeded:
+        """The deadline that has passed, as the limit of the budget (here or above) that set it."""
+        now = time.monotonic()
+        for i, b in enumerate(self.chain()):
+            if not b.inherited and b.deadline is not None and b.deadline <= now:
+                return _shared(LimitExceeded("timeout_s", b.limits.timeout_s, round(now - b.started, 3)), i)
+        return LimitExceeded("timeout_s", self.limits.timeout_s, round(now - self.started, 3))
 
 
 def _shared(e: LimitExceeded, level: int) -> LimitExceeded:

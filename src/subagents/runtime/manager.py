@@ -155,6 +155,8 @@ class AgentManager:
         parent = self.nodes.get(parent_id) if parent_id is not None else None
         if parent_id is not None and parent is None:
             raise SpawnError(f"unknown parent agent {parent_id!r}")
+        if parent is not None and parent.closing:  # close cancelled its subtree: one started now would run on
+            raise SpawnError(f"agent {parent.nickname} ({parent.id}) is being closed: no agent starts under it")
         # 2. resolve the definition
         try:
             d = self.defs.get(agent_type)
@@ -292,7 +294,9 @@ class AgentManager:
         node.result, node.task = result, None  # the finished task (and its coroutine) is not kept
         node.status = result.status
         nxt = self.slots.release(node)
-        if nxt is not None:  # the oldest queued agent takes the freed slot
+        if nxt is not None:  # the oldest queued agent takes the freed slot; a loop built while it waited (a
+            if (core := nxt[0].core_) is not None and core.budget is not None:  # send_input reached it) starts its
+                core.budget.restart()                                         # clock as it starts running
             self.start(nxt[0], nxt[1], before=nxt[2])
         parent = self.nodes.get(node.parent_id) if node.parent_id else None
         # a teammate stopped by a signal is left unfinished in the store, as a crash leaves it (team_roles.py)

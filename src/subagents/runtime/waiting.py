@@ -6,10 +6,12 @@ Waiters are callbacks a node calls when it ends (``AgentNode.waiters``): nothing
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 from ..engines.inline import InlineRun
 from ..store import RunRecord, Store
+from ..store._lease import process_gone
 from .node import AgentNode
 from .result import RunResult
 
@@ -97,14 +99,40 @@ async def wait_stored(store: Store, ids: list[str], deadline: float | None,
                       record_result: Callable[[RunRecord], RunResult]) -> dict[str, RunResult]:
     """Runs this process does not hold: finished ones at once, the others (another process runs
     them) once the store says they ended, until ``deadline`` (loop time); unfinished ones are absent.
-    ``record_result`` reads a finished record (``recovery.record_result``)."""
+    ``record_result`` reads a finished record (``recovery.record_result``).
+
+    A run nobody will finish is not waited for (it is absent, as an unfinished one): its owner is gone (the
+    process died while it ran: no live lease, seen twice in a row) or its record was deleted.  Without a deadline
+    such a wait would never return."""
     results: dict[str, RunResult] = {}
+    given_up: set[str] = set()
+    orphaned: dict[str, int] = {}
     loop = asyncio.get_running_loop()
     while True:
+        now = time.time()
         for run_id in ids:
-            rec = store.get_run(run_id) if run_id not in results else None
-            if rec is not None and rec.is_final:
+            if run_id in results or run_id in given_up:
+                continue
+            rec = store.get_run(run_id)
+            if rec is None:
+                given_up.add(run_id)
+            elif rec.is_final:
                 results[run_id] = record_result(rec)
-        if len(results) == len(ids) or (deadline is not None and loop.time() >= deadline):
+            elif _ownerless(store, rec, now):
+                orphaned[run_id] = orphaned.get(run_id, 0) + 1
+                if orphaned[run_id] >= 2:
+                    given_up.add(run_id)
+            else:
+                orphaned.pop(run_id, None)
+        if len(results) + len(given_up) >= len(ids) or (deadline is not None and loop.time() >= deadline):
             return results
         await asyncio.sleep(STORE_POLL_S if deadline is None else min(STORE_POLL_S, max(deadline - loop.time(), 0)))
+
+
+def _ownerless(store: Store, rec: RunRecord, now: float) -> bool:
+    """Whether ``rec``'s owning runtime is gone (``recovery.is_orphaned``'s test, which this module cannot import:
+    recovery imports the manager, which imports this module)."""
+    if rec.owner == store.owner or rec.owner.startswith("temporal:"):
+        return False  # ours, or driven by the Temporal engine's workers
+    lease = store.lease(rec.owner) if rec.owner else None
+    return lease is None or lease.expires_at <= now or process_gone(lease.process)
