@@ -173,3 +173,20 @@ async def test_restore_recreates_only_open_runs_and_loads_finished_children_on_d
         assert {"done0", "done1", "done2"} <= set(rt.manager.nodes)  # loaded when the parent waited
     assert waited[0].startswith("[wait: 3 finished, 0 still running; timed_out=false]")
     assert all(f"result {i}" in waited[0] for i in range(3))
+
+
+async def test_mark_interrupted_names_the_worktree_a_killed_child_left(tmp_path: Path) -> None:
+    """A child in ``isolation: worktree`` killed with its process: its worktree and branch (with its changes) stay,
+    and the interrupted result says where (it said nothing)."""
+    db, wt = tmp_path / "state.db", tmp_path / "wt"
+    wt.mkdir()
+    worktree = {"repo": str(tmp_path), "path": str(wt), "branch": "subagents/kid", "root": str(wt), "base": "abc"}
+    seed(db, [run("root", status="completed", outcome="ok", result_text="done"),
+              run("kid", parent_id="root", root_id="root", depth=1, background=True, worktree=worktree)],
+         {"kid": [Message.user("edit"), Message.assistant("half of it")]})
+    rt = rt_for(db, lambda req: "unused")
+    rt.settings.on_restart = "mark_interrupted"
+    async with rt:
+        r = rt.result("kid")
+    assert r is not None
+    assert r.text.startswith(f"half of it\n\n[worktree left as it was: {wt} (branch subagents/kid)")

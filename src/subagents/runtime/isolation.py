@@ -9,6 +9,7 @@ the changes are (a line appended to the result).  See :mod:`subagents.sandbox.wo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..sandbox.worktree import Worktree, WorktreeError, create_worktree, finish_
 from .node import AgentNode
 from .result import RunResult
 
-__all__ = ["enter", "leave", "worktree_from_record", "worktree_record"]
+__all__ = ["enter", "interrupted_line", "leave", "worktree_from_record", "worktree_record"]
 
 
 async def enter(node: AgentNode, base: Workspace) -> str | None:
@@ -27,10 +28,20 @@ async def enter(node: AgentNode, base: Workspace) -> str | None:
     wt = node.worktree
     assert wt is not None
     if not wt.base or not wt.path.exists():
+        making = asyncio.ensure_future(create_worktree(wt))
         try:
-            await create_worktree(wt)
+            await asyncio.shield(making)
+        except asyncio.CancelledError:  # closed while git makes it: let git finish, so the run's end tidies it
+            with contextlib.suppress(Exception):
+                await making
+            raise
         except (WorktreeError, OSError) as e:
             return f"could not create its worktree: {e}"
+    if not wt.root.is_dir():  # the workspace is a directory HEAD does not have (not committed yet, or ignored)
+        line = await leave(node)
+        return (f"could not work in a worktree: the workspace {base.root} is not in the repository's last commit "
+                f"(not committed yet, or git-ignored), so a checkout of HEAD has no such directory; commit it "
+                f"first, or spawn the agent without isolation. {line}")
     from ..sandbox.shell import ShellSandbox  # loaded when a worktree is used
 
     ws = Workspace(wt.root, base.policy)
@@ -49,8 +60,8 @@ async def leave(node: AgentNode) -> str:
         line = await asyncio.shield(finish_worktree(wt))
     except (WorktreeError, OSError) as e:
         return f"[worktree {wt.describe()}: could not be inspected ({e}); it was kept]"
-    if "were removed" in line:
-        wt.base = ""  # a resumed agent gets a fresh checkout
+    if not wt.path.exists():
+        wt.base = ""  # removed (or gone): a resumed agent gets a fresh checkout
     return line
 
 
@@ -74,3 +85,12 @@ def worktree_from_record(d: dict[str, Any]) -> Worktree | None:
     if not d:
         return None
     return Worktree(Path(d["repo"]), Path(d["path"]), d["branch"], Path(d["root"]), d.get("base", ""))
+
+
+def interrupted_line(d: dict[str, Any]) -> str:
+    """For the result of a run recorded as interrupted (its process died): where its worktree was left, or ``""``."""
+    wt = worktree_from_record(d)
+    if wt is None or not wt.base or not wt.path.exists():
+        return ""
+    return (f"[worktree left as it was: {wt.describe()}; the run was interrupted before it could be inspected. "
+            f"Review it there; `git worktree remove {wt.path}` and `git branch -D {wt.branch}` remove it.]")

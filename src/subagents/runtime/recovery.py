@@ -39,7 +39,7 @@ from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
 from ..store._lease import process_gone
 from ..store.base import AnnouncementRecord, RunRecord, Store
 from ..tools.todo import todos_from_transcript
-from .isolation import worktree_from_record
+from .isolation import interrupted_line, worktree_from_record
 from .limits import Limits
 from .loop import Final
 from .node import AgentNode
@@ -240,6 +240,8 @@ def _answer(node: AgentNode, last: Message, ready: dict[str, ToolResultBlock]) -
 
 def _mark_interrupted(store: Store, rec: RunRecord, now: float, result_max_chars: int) -> None:
     text = next((m.text for m in reversed(store.transcript(rec.run_id)) if m.role == "assistant" and m.text), "")
+    if line := interrupted_line(rec.worktree):  # its worktree and branch stay: say where its changes are
+        text = f"{text}\n\n{line}" if text else line
     fields = {"status": str(Status.ERRORED), "outcome": str(Outcome.INTERRUPTED), "ended_at": now,
               "truncated": True, "result_text": text, "error": INTERRUPTED_RUN}
     ann = None
