@@ -37,7 +37,7 @@ from ._config_values import show as _show
 from .authority.names import HOOK_EVENTS, MODE_ALIASES, MODES, canonical_mode
 from .config_keys import ENV_VARS, KEYS, PROVIDERS, TABLE_SECTIONS, Key, keys_of, summary
 from .exceptions import ConfigError, UntrustedProjectWarning
-from .trust import is_trusted, mcp_json_ignored, needs_trust, untrusted_note
+from .trust import is_trusted, mcp_json_ignored, needs_trust, shadows_price, untrusted_note
 
 __doc__ = (__doc__ or "").format(keys=summary())
 
@@ -56,8 +56,6 @@ _NESTED = {section: keys_of(section + ".*") for section in TABLE_SECTIONS}
 def _d(dotted: str) -> Any:
     """The default of a key, from the table."""
     return _FIXED[dotted].default
-
-
 
 
 def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -225,8 +223,9 @@ def apply_arguments(s: Settings, *, max_threads: int | None = None, max_depth: i
 def _apply_file(s: Settings, path: Path, *, user: bool = False) -> None:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte order mark is no syntax error
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: invalid TOML: {e}; fix the syntax of this file") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as e:  # (arrays nested thousands deep: RecursionError)
+        why = "arrays or tables nested too deeply" if isinstance(e, RecursionError) else e
+        raise ConfigError(f"{path}: invalid TOML: {why}; fix the syntax of this file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot be read ({e}); fix its permissions or remove it") from None
     src = str(path)
@@ -315,6 +314,7 @@ def _apply_hooks(s: Settings, path: Path, table: dict[str, Any], gated: bool) ->
 def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any], gated: bool) -> None:
     known = _NESTED[section]
     required = [k for k, spec in known.items() if spec.required]
+    priced = list(s.pricing)  # before this file's: the user's own prices
     for name, sub in table.items():
         if section == "providers" and name not in PROVIDERS:
             raise ConfigError(f"{path}: unknown provider [providers.{name}]{_hint(name, PROVIDERS)}; "
@@ -322,6 +322,7 @@ def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any], 
         label = f"{section}.{_quote(name)}"
         if not isinstance(sub, dict):
             raise ConfigError(f"{path}: {label} must be a table ([{label}]), got {_show(sub)}")
+        shadows = section == "pricing" and shadows_price(name, priced)  # a price known already: trust only
         missing = [k for k in required if k not in sub]
         if missing:
             raise ConfigError(f"{path}: [{label}] needs {' and '.join(missing)} (USD per million tokens)")
@@ -329,7 +330,7 @@ def _apply_nested(s: Settings, path: Path, section: str, table: dict[str, Any], 
             if key not in known:
                 raise ConfigError(f"{path}: unknown key [{label}] {key}{_hint(key, list(known))}; "
                                   f"known keys: {', '.join(known)}")
-            if gated and needs_trust(f"{section}.{name}.{key}", value):
+            if gated and (needs_trust(f"{section}.{name}.{key}", value) or shadows):
                 _set(Settings(), f"{section}.{name}.{key}", value, str(path), f"{path}: [{label}] {key}")
                 s.ignored[f"[{label}] {key}"] = str(path)  # (its value may be a secret: not shown)
                 continue
@@ -368,6 +369,8 @@ def _set(s: Settings, key: str, value: Any, source: str, where: str) -> None:
         value = canonical_mode(value)
     try:
         value = _check(value, expected)
+        if expected.startswith("one of") and f"'{value}'" not in expected[7:].split(", "):
+            raise ValueError(expected)  # one choice, not a run of them ("landlock', 'off")
     except ValueError:
         raise ConfigError(f"{where} must be {_article(expected)}{expected}, got {_show(value)}") from None
     spec = _FIXED.get(key)

@@ -225,7 +225,7 @@ def _label(k: Key) -> str:
     return f"`{head} {k.name}`"
 
 
-_TRUST_NOTE = {"always": "any value", "true": "`true`", "non-empty": "any entry", "off": "`off`",
+_TRUST_NOTE = {"always": "any value", "true": "`true`", "non-empty": "any entry", "off": "`off` or `landlock`",
                "wider mode": "`autoEdit` or `yolo`", "base URL": "a model with `@<base_url>`"}
 
 

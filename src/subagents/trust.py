@@ -6,13 +6,14 @@ project that is not trusted, the settings that would widen what agents may do, w
 outside the sandbox are **ignored**, each named in a warning: the rest (limits, ``deny``/``ask`` rules,
 ``protect``, ``deny_read``, a narrower permission mode...) still apply.  Which keys need trust, and when,
 is the ``trust`` column of :data:`subagents.config_keys.KEYS` (see :data:`WHEN`); also every project
-``[[hooks.*]]``, every project ``[mcp.servers.*]`` and ``.mcp.json`` server, and the inline MCP servers of
-the project's agent definitions.
+``[[hooks.*]]``, every project ``[mcp.servers.*]`` and ``.mcp.json`` server, a ``[pricing]`` table that
+reprices a model already priced (:func:`shadows_price`), and of the project's agent definitions their inline
+MCP servers and a ``model:`` with ``@<base_url>`` (:func:`subagents.definitions.load_definitions`).
 
 A project is trusted when its directory is listed in ``trusted-projects`` in the user's config directory
-(one absolute path per line; ``subagents trust`` adds the current one) or when the code says so
-(``Runtime(trust_project=True)``).  Trust is per directory, not per tree: a subdirectory with settings of its
-own is a project of its own.  The user's own config file needs no trust.
+(one absolute path per line, ``#`` starting a comment line; ``subagents trust`` adds the current one) or when
+the code says so (``Runtime(trust_project=True)``).  Trust is per directory, not per tree: a subdirectory with
+settings of its own is a project of its own.  The user's own config file needs no trust.
 
 >>> from pathlib import Path
 >>> needs_trust("sandbox.mode", "off"), needs_trust("sandbox.mode", "bwrap")
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +39,7 @@ from .config_keys import KEYS
 from .exceptions import ConfigError
 
 __all__ = ["TRUST_FILE", "WHEN", "add_trusted", "is_trusted", "mcp_json_ignored", "needs_trust", "remove_trusted",
-           "trusted_projects", "untrusted_note"]
+           "shadows_price", "trusted_projects", "untrusted_note"]
 
 TRUST_FILE = "trusted-projects"
 """The file in the user's config directory that lists the trusted project directories."""
@@ -53,7 +56,7 @@ WHEN: dict[str, Callable[[Any], bool]] = {
     "always": lambda v: v is not None,
     "true": lambda v: v is True,
     "non-empty": lambda v: bool(v),
-    "off": lambda v: v == "off",
+    "off": lambda v: v in ("off", "landlock"),  # and the fallback, weaker than bubblewrap (docs/security.md)
     "wider mode": _wider_mode,
     "base URL": lambda v: isinstance(v, str) and "@" in v,
 }
@@ -75,21 +78,51 @@ def _file(config_dir: Path) -> Path:
     return config_dir / TRUST_FILE
 
 
-def trusted_projects(config_dir: Path) -> list[Path]:
-    """The directories listed in ``config_dir``'s trust file (``#`` starts a comment; blank lines skipped)."""
-    path = _file(config_dir)
+_MAX_BYTES = 1 << 20
+"""A trust file larger than this is refused (it lists directories, one a line)."""
+
+
+def _read(path: Path) -> str | None:
+    """The trust file's text; ``None`` when there is none.  A FIFO, a directory or a huge file is a
+    :class:`ConfigError` (never a read that blocks)."""
+    fix = "fix it or remove it (it lists trusted project directories, one absolute path per line)"
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot be read ({e}); fix its permissions or remove it") from None
-    out = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            out.append(Path(os.path.expanduser(line)))
-    return out
+        return None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read ({e}); {fix}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO, a directory, a device
+        os.close(fd)
+        raise ConfigError(f"{path}: is not a regular file, so the trusted projects cannot be read; {fix}")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(_MAX_BYTES + 1)
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot be read ({e}); {fix}") from None
+    if len(data) > _MAX_BYTES:
+        raise ConfigError(f"{path}: is larger than {_MAX_BYTES} bytes; {fix}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: cannot be read ({e}); {fix}") from None
+
+
+def _entry(line: str) -> Path | None:
+    """The directory a line lists: ``None`` for a blank line, a comment (``#`` first) or a relative path (it
+    would name a different directory in every directory a run starts in)."""
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    p = Path(os.path.expanduser(text))
+    return p if p.is_absolute() else None
+
+
+def trusted_projects(config_dir: Path) -> list[Path]:
+    """The directories listed in ``config_dir``'s trust file: one absolute path per line (``~`` expanded); a line
+    starting with ``#`` is a comment, blank lines and relative paths are skipped."""
+    text = _read(_file(config_dir))
+    return [p for p in map(_entry, (text or "").splitlines()) if p is not None]
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -104,39 +137,73 @@ def is_trusted(workdir: Path, config_dir: Path) -> bool:
     return any(_same(workdir, p) for p in trusted_projects(config_dir))
 
 
+@contextmanager
+def _locked(config_dir: Path) -> Iterator[Path]:
+    """The trust file, locked against another ``subagents trust`` changing it meanwhile (whose entry the
+    read-modify-write of this one would otherwise drop)."""
+    import fcntl  # (POSIX; imported here, only by `subagents trust`)
+
+    try:
+        config_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(config_dir / f".{TRUST_FILE}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as e:
+        raise ConfigError(f"{config_dir}: cannot keep the list of trusted projects there ({e}); make it a directory "
+                          "you can write") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield _file(config_dir)
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
 def add_trusted(workdir: Path, config_dir: Path) -> bool:
-    """List ``workdir`` (resolved) as trusted; ``False`` when it already was."""
-    if is_trusted(workdir, config_dir):
-        return False
-    path = _file(config_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = path.read_text(encoding="utf-8") if path.exists() else \
-        "# Projects whose settings may widen what agents can do (subagents trust); one directory per line.\n"
-    if old and not old.endswith("\n"):
-        old += "\n"
-    _write(path, old + f"{workdir.resolve()}\n")
+    """List ``workdir`` (resolved) as trusted; ``False`` when it already was.  A path the one-per-line file
+    cannot hold as it is (a line break, or blanks at its ends) is a :class:`ConfigError`."""
+    resolved = str(workdir.resolve())
+    if "\n" in resolved or "\r" in resolved or resolved != resolved.strip():
+        raise ConfigError(f"{resolved!r}: a directory whose path has a line break or starts or ends with blanks "
+                          "cannot be listed as trusted; rename it")
+    with _locked(config_dir) as path:
+        if is_trusted(workdir, config_dir):
+            return False
+        old = _read(path)
+        if old is None:
+            old = "# Projects whose settings may widen what agents can do (subagents trust); one directory a line.\n"
+        if old and not old.endswith("\n"):
+            old += "\n"
+        _write(path, old + f"{resolved}\n")
     return True
 
 
 def remove_trusted(workdir: Path, config_dir: Path) -> bool:
     """Stop trusting ``workdir``; ``False`` when it was not listed."""
-    path = _file(config_dir)
-    if not path.exists():
-        return False
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = [ln for ln in lines
-            if not (ln.split("#", 1)[0].strip() and _same(Path(os.path.expanduser(ln.split("#", 1)[0].strip())),
-                                                          workdir))]
-    if len(kept) == len(lines):
-        return False
-    _write(path, "".join(kept))
+    with _locked(config_dir) as path:
+        lines = (_read(path) or "").splitlines(keepends=True)
+        kept = [ln for ln in lines if not ((p := _entry(ln)) is not None and _same(p, workdir))]
+        if len(kept) == len(lines):
+            return False
+        _write(path, "".join(kept))
     return True
 
 
 def _write(path: Path, text: str) -> None:
+    path = path.resolve()  # a trust file that is a symlink (kept with one's dotfiles) stays one
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:  # a full disk, a directory where the file belongs: nothing half-written is left
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"{path}: cannot be written ({e}); fix its directory or remove it") from None
+
+
+def shadows_price(name: str, known: Iterable[str]) -> bool:
+    """Whether a project's ``[pricing."<name>"]`` would be used instead of a price already known: the built-in
+    one of a model, or one the user configured (a name matches by prefix, so ``""`` and ``"claude"`` reprice
+    every model they start).  Only a trusted project may do that: a price of zero defeats ``max_cost_usd``."""
+    from .models.pricing import PRICES
+
+    return any(name.startswith(k) or k.startswith(name) for k in (*PRICES, *known))
 
 
 def mcp_json_ignored(path: Path) -> dict[str, str]:
@@ -147,7 +214,7 @@ def mcp_json_ignored(path: Path) -> dict[str, str]:
     try:
         servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers", {})
         names = [n for n, c in servers.items() if not (isinstance(c, dict) and c.get("disabled") is True)]
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return {"the MCP servers of .mcp.json": str(path)}
     return {f"MCP server {n!r}": str(path) for n in names}
 

@@ -23,6 +23,7 @@ __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SIGHU
            "cli", "entry", "main"]
 
 _SHOW = warnings.showwarning
+_TOLD: set[str] = set()
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SIGTERM, EXIT_SIGHUP = 143, 129  # 128 + the signal's number, as shells report it
 
@@ -127,6 +128,7 @@ def main(argv: Sequence[str] | None = None, *, model: Any = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(args)
+    _TOLD.clear()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -161,7 +163,10 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     from .render import terminal_safe
 
     if issubclass(category, UntrustedProjectWarning):
-        click.echo(terminal_safe(f"warning: {message}"), err=True)
+        text = terminal_safe(f"warning: {message}")
+        if text not in _TOLD:  # once per command (the preflight and the runtime both read the definitions)
+            _TOLD.add(text)
+            click.echo(text, err=True)
     else:
         _SHOW(message, category, filename, lineno, file, line)
 

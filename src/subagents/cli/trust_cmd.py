@@ -28,19 +28,21 @@ def trust(remove: bool, list_: bool, as_json: bool) -> int:
     """
     from ..config import user_config_dir
     from ..trust import add_trusted, remove_trusted, trusted_projects
+    from .render import terminal_safe  # a directory's name may hold escape sequences: shown, never sent
 
     config_dir = user_config_dir()
     if list_:
         listed = [str(p) for p in trusted_projects(config_dir)]
-        click.echo(json.dumps({"trusted": listed}) if as_json else "\n".join(listed) or "no trusted projects.")
+        click.echo(json.dumps({"trusted": listed}) if as_json else terminal_safe("\n".join(listed)) or
+                   "no trusted projects.")
         return 0
     project = workdir().resolve()
     changed = remove_trusted(project, config_dir) if remove else add_trusted(project, config_dir)
     if as_json:
         click.echo(json.dumps({"project": str(project), "trusted": not remove, "changed": changed}))
     elif remove:
-        click.echo(f"{project} is no longer trusted." if changed else f"{project} was not trusted.")
+        click.echo(terminal_safe(f"{project} is no longer trusted." if changed else f"{project} was not trusted."))
     else:
-        click.echo(f"{project} is trusted now: its settings apply in full." if changed
-                   else f"{project} was already trusted.")
+        click.echo(terminal_safe(f"{project} is trusted now: its settings apply in full." if changed
+                                 else f"{project} was already trusted."))
     return 0

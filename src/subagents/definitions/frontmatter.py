@@ -52,6 +52,8 @@ def load_front_matter(text: str, *, first_line: int = 1, lines: dict[str, int] |
     except yaml.YAMLError as strict:
         found.clear()
         return _lenient(text, str(strict).splitlines()[0], first_line, found)
+    except RecursionError:  # brackets nested thousands deep: no definition, and no traceback
+        raise FrontMatterError("the front matter is nested too deeply to read") from None
     finally:
         if loader is not None:
             loader.dispose()

@@ -288,8 +288,16 @@ def load_definitions(
     user_dir: Path | None = None,
     home: Path | None = None,
     extensions: bool = True,
+    trusted: bool | None = None,
 ) -> DefinitionSet:
-    """Every definition visible from ``workdir``, resolved by precedence."""
+    """Every definition visible from ``workdir``, resolved by precedence.
+
+    ``trusted``: whether the project may name models at a ``@<base_url>`` of its choosing (:mod:`subagents.trust`;
+    ``None``: when the user listed ``workdir`` as trusted).  In a project that is not trusted, its definitions'
+    ``model: <provider>:<model>@<base_url>`` is ignored (the agent inherits its parent's model), named in an
+    :class:`~subagents.exceptions.UntrustedProjectWarning`: that server would get the user's API key and the
+    agent's transcript.
+    """
     from ..config import user_config_dir
 
     out = DefinitionSet()
@@ -297,6 +305,7 @@ def load_definitions(
         out.add(_checked(d, f"agent definition {d.name!r}"))
     for sub in (".subagents", ".claude", ".qwen"):
         _load_dir(out, workdir / sub / "agents", "project")
+    _untrusted_models(out, workdir, user_dir or user_config_dir(), trusted)
     _load_dir(out, (user_dir or user_config_dir()) / "agents", "user")
     h = home if home is not None else Path.home()
     for sub in (".claude", ".qwen"):
@@ -305,6 +314,28 @@ def load_definitions(
         _load_extensions(out)
     _load_dir(out, BUILTIN_DIR, "builtin")
     return out
+
+
+def _untrusted_models(out: DefinitionSet, workdir: Path, config_dir: Path, trusted: bool | None) -> None:
+    import warnings
+
+    from ..exceptions import ConfigError, UntrustedProjectWarning
+    from ..trust import is_trusted, untrusted_note
+
+    found = [d for d in [*out.by_name.values(), *(d for ds in out.shadowed.values() for d in ds)]
+             if d.source.startswith("project:") and "@" in d.model]
+    if not found:
+        return
+    if trusted is None:
+        try:
+            trusted = is_trusted(workdir, config_dir)
+        except ConfigError:  # a trust file that cannot be read trusts nothing (the settings loader says why)
+            trusted = False
+    if not trusted:
+        ignored = {f"model {d.model!r} of agent type {d.name!r}": d.source.partition(":")[2] for d in found}
+        for d in found:
+            d.model = "inherit"
+        warnings.warn(UntrustedProjectWarning(untrusted_note(workdir.resolve(), ignored)), stacklevel=3)
 
 
 def iter_all(defs: DefinitionSet) -> Iterable[tuple[AgentDefinition, list[AgentDefinition]]]:

@@ -250,7 +250,7 @@ def load_mcp_json(path: Path) -> dict[str, McpServerConfig]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise ConfigError(f"{path}: cannot be read as JSON ({e}); fix it or remove it") from None
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
         raise ConfigError(f'{path}: expected {{"mcpServers": {{"name": {{"command": ...}}}}}} (Claude Code\'s format)')
