@@ -22,10 +22,24 @@ from typing import Any, TypeVar
 
 from .base import RunHandle
 
-__all__ = ["LocalExecutor"]
+__all__ = ["LocalExecutor", "to_the_end"]
 
 T = TypeVar("T")
 log = logging.getLogger("subagents.engines")
+
+
+async def to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` in a task of its own that a cancellation of the awaiting task does not stop: on
+    cancellation ``work`` is still awaited to its end (its errors dropped), then the cancellation goes on.
+    For a step whose half-done state nobody could tidy (``git worktree add``: its branch and checkout)."""
+    task = asyncio.get_running_loop().create_task(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # retrieved (dropped): the caller is being cancelled
+        raise
 
 
 class LocalExecutor:

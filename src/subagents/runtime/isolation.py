@@ -9,12 +9,12 @@ the changes are (a line appended to the result).  See :mod:`subagents.sandbox.wo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..engines.local import to_the_end
 from ..sandbox.workspace import Workspace
 from ..sandbox.worktree import Worktree, WorktreeError, create_worktree, finish_worktree
 from .node import AgentNode
@@ -28,13 +28,8 @@ async def enter(node: AgentNode, base: Workspace) -> str | None:
     wt = node.worktree
     assert wt is not None
     if not wt.base or not wt.path.exists():
-        making = asyncio.ensure_future(create_worktree(wt))
-        try:
-            await asyncio.shield(making)
-        except asyncio.CancelledError:  # closed while git makes it: let git finish, so the run's end tidies it
-            with contextlib.suppress(Exception):
-                await making
-            raise
+        try:  # closed while git makes it: git finishes, so the run's end tidies it
+            await to_the_end(create_worktree(wt))
         except (WorktreeError, OSError) as e:
             return f"could not create its worktree: {e}"
     if not wt.root.is_dir():  # the workspace is a directory HEAD does not have (not committed yet, or ignored)
