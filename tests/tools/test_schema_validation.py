@@ -136,3 +136,27 @@ def test_a_schema_is_compiled_once() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     assert compiled(schema) is compiled(schema)
     assert compiled(dict(schema)) is not compiled(schema)
+
+
+def test_a_schema_pattern_runs_in_linear_time() -> None:
+    """``pattern`` ran on Python's ``re``: ``^(a+)+$`` against 30 a's and a b took minutes (a model's
+    ``output_schema``, an MCP server's tool schema).  It runs on RE2 now."""
+    import time
+
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a+)+$"}}}
+    t0 = time.perf_counter()
+    assert validate({"x": "a" * 40 + "b"}, schema) is not None  # refused
+    assert time.perf_counter() - t0 < 1.0
+    assert validate({"x": "aaaa"}, schema) is None
+
+
+def test_a_pattern_re2_cannot_run_is_a_definition_error() -> None:
+    with pytest.raises(DefinitionError, match="patterns run on RE2"):
+        check_schema({"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=a)b"}}}, tool="t")
+
+
+def test_arguments_nested_too_deep_are_refused_not_a_crash() -> None:
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = {"a": deep}
+    assert "nested too deeply" in (validate(deep, {"type": "object"}) or "")

@@ -267,7 +267,8 @@ class AgentCore:
     async def _call_model(self) -> ModelResponse:
         on_text = self._on_delta if self.bus.active else None
         self._deltas = False
-        specs = self.registry.specs() if self.output is None else [*self.registry.specs(), self.output.spec.tool_spec]
+        specs = self.registry.specs() if self.output is None else [  # a tool of the same name is shadowed (no API
+            *(t for t in self.registry.specs() if t.name != FINAL_RESULT), self.output.spec.tool_spec]  # takes two)
         req = ModelRequest(self.info, self.system, self.messages, specs, on_text, self.system_prefix)
         return await self.model.request(req)
 

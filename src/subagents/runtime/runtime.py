@@ -116,7 +116,7 @@ class Runtime:
         self.bus = EventBus()
         if on_event is not None:
             self.bus.on(on_event)
-        self.definitions: DefinitionSet = load_definitions(self.workdir, session=agents)
+        self.definitions: DefinitionSet = load_definitions(self.workdir, session=agents, trusted=s.trusted)
         policy = sandbox if isinstance(sandbox, SandboxPolicy) else SandboxPolicy.from_settings(s)
         store_path = getattr(self.store, "path", None)
         self.workspace = Workspace(self.workdir, policy, store_files=[store_path] if store_path else ())
@@ -200,8 +200,8 @@ class Runtime:
         await self.clients.aclose()  # the models' connections (no call is left running)
         self.store.flush()  # before the bus closes: held events are published only once committed
         self.bus.close()
-        if self.tracing is not None:
-            self.tracing.shutdown()  # ends the spans still open, flushes the exporter
+        if self.tracing is not None:  # ends the spans still open, flushes the exporter (a thread: a dead
+            await self.tracing.aclose()  # collector takes ~15-20 s, and other runtimes on this loop go on)
         self.store.close()
 
     def interrupting(self, why: str) -> None:

@@ -12,8 +12,14 @@ run only when ``final_result`` is called with arguments that validate:
 - valid: the run ends; its ``text`` is the result as JSON (what a parent receives) and
   ``RunResult.output`` the validated value (the model object, or the JSON value).
 
+A schema may be at most :data:`MAX_SCHEMA_DEPTH` levels deep and :data:`MAX_SCHEMA_CHARS` characters of JSON
+(compiling one costs time on the event loop; a model's ``output_schema`` is untrusted), and must be plain JSON
+(string keys, finite numbers); else :class:`UserError`.  A ``final_result`` call whose checking fails in an
+unexpected way (a bug in an ``output_type``'s validator) is a tool error for the model, not a crashed run.
+
 A schema that is not an object schema (``{"type": "array", ...}``) is wrapped as the property
-``result`` of an object (tool arguments are always an object) and unwrapped again.
+``result`` of an object (tool arguments are always an object) and unwrapped again; its references to its own
+root (``"#"``, ``"#/items"``) are moved under ``result`` with it.
 
 The schema is kept with the run (:func:`stored`: in its record's ``limits``, under ``output_schema``), so a
 run resumed after a restart, or after its finished tree left memory, must still end with a valid
@@ -32,12 +38,18 @@ from ..messages import ToolResultBlock, ToolUseBlock
 from ..models.base import INVALID_ARGUMENTS_KEY, ToolSpec
 from ..tools.validation import check_schema, validate
 
-__all__ = ["FINAL_RESULT", "STORED_KEY", "Expectation", "OutputSpec", "attach", "output_spec", "restore", "stored"]
+__all__ = ["FINAL_RESULT", "MAX_SCHEMA_CHARS", "MAX_SCHEMA_DEPTH", "STORED_KEY", "Expectation", "OutputSpec", "attach",
+           "output_spec", "restore", "stored"]
 
 FINAL_RESULT = "final_result"
 """The name of the tool a structured run ends with."""
 STORED_KEY = "output_schema"
 """The key of a run record's ``limits`` that keeps its output schema (see :func:`stored`)."""
+
+MAX_SCHEMA_DEPTH = 64
+"""How deeply an output schema may nest (objects and arrays); pydantic models nest through ``$defs``, not depth."""
+MAX_SCHEMA_CHARS = 64_000
+"""How long an output schema may be, as compact JSON (compiling 64 KB of schema takes about a second)."""
 
 _DESCRIPTION = ("Give your final result. Call this exactly once, when your work is done, with the result as the "
                 "arguments; it ends your run and the caller receives the arguments as JSON. If it reports an "
@@ -61,10 +73,12 @@ class OutputSpec:
     __slots__ = ("model_type", "schema", "source", "tool_spec", "wrapped")
 
     def __init__(self, schema: Mapping[str, Any], *, model_type: Any = None) -> None:
+        _check_size(schema)
         self.source = dict(schema)  # as given (the record keeps this; from_schema makes the same spec again)
         wrapped = schema.get("type") != "object"
         params = dict(schema)
         if wrapped:  # its definitions stay at the top, where its "#/$defs/..." references point
+            params = _rebased(params)  # "#" (its root) is now "#/properties/result"
             defs: dict[str, Any] = {k: params.pop(k) for k in ("$defs", "definitions") if k in params}
             params = {"type": "object", "properties": {"result": params}, "required": ["result"],
                       "additionalProperties": False, **defs}
@@ -88,7 +102,10 @@ class OutputSpec:
         if not callable(make) or not callable(getattr(output_type, "model_validate", None)):
             raise UserError(f"output_type must be a pydantic model class (with model_json_schema and model_validate), "
                             f"got {output_type!r}; or pass a JSON schema with output_schema")
-        schema = make()
+        try:
+            schema = make()
+        except Exception as e:  # pydantic's PydanticInvalidForJsonSchema (a field with no JSON schema), a bug
+            raise UserError(f"output_type {output_type!r} has no JSON schema: {type(e).__name__}: {e}") from None
         if not isinstance(schema, Mapping):
             raise UserError(f"{output_type!r}.model_json_schema() did not return a JSON schema (a dict)")
         return cls(schema, model_type=output_type)
@@ -124,6 +141,57 @@ class OutputSpec:
         dump = getattr(obj, "model_dump_json", None)
         text = dump() if callable(dump) else json.dumps(arguments, ensure_ascii=False)
         return obj, str(text)
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # their values are data, not schemas
+
+
+def _rebased(node: Any) -> Any:
+    """A copy of ``node`` (a schema being wrapped as ``result``) whose references to its root (``"#"``,
+    ``"#/items"``...) point under ``#/properties/result``; those into ``$defs`` / ``definitions`` stay (the
+    definitions move to the top).  Recursive: :func:`_check_size` bounded the depth already."""
+    if isinstance(node, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k == "$ref" and isinstance(v, str) and (v == "#" or (
+                    v.startswith("#/") and not v.startswith(("#/$defs/", "#/definitions/")))):
+                out[k] = "#/properties/result" + v[1:]
+            else:
+                out[k] = v if k in _DATA_KEYWORDS else _rebased(v)
+        return out
+    if isinstance(node, list):
+        return [_rebased(v) for v in node]
+    return node
+
+
+def _check_size(schema: Mapping[str, Any]) -> None:
+    """Refuse a schema deeper than :data:`MAX_SCHEMA_DEPTH`, longer than :data:`MAX_SCHEMA_CHARS` or not plain JSON.
+
+    Depth and node count are measured first, without recursion, so a schema nested 100,000 deep is refused, not a
+    ``RecursionError`` (and a dict shared over and over is refused before ``json.dumps`` would expand it)."""
+    stack: list[tuple[Any, int]] = [(schema, 1)]
+    nodes = 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_SCHEMA_CHARS:  # each value is at least one character of JSON
+            raise UserError(f"the output schema is too large (more than {MAX_SCHEMA_CHARS:,} values); shorten it")
+        if depth > MAX_SCHEMA_DEPTH:
+            raise UserError(f"the output schema is nested more than {MAX_SCHEMA_DEPTH} levels deep; flatten it "
+                            "(use $defs and $ref for recursive shapes)")
+        if isinstance(node, Mapping):
+            if not all(isinstance(k, str) for k in node):
+                raise UserError("the output schema is not plain JSON: its object keys must be strings")
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, depth + 1) for v in node)
+    try:
+        size = len(json.dumps(schema, allow_nan=False, separators=(",", ":")))
+    except (TypeError, ValueError) as e:
+        raise UserError(f"the output schema is not plain JSON: {e}") from None
+    if size > MAX_SCHEMA_CHARS:
+        raise UserError(f"the output schema is too large ({size:,} characters of JSON; at most "
+                        f"{MAX_SCHEMA_CHARS:,}); shorten it (fewer enum values or properties)")
 
 
 def _errors(e: Exception) -> str:
@@ -172,7 +240,11 @@ class Expectation:
 
     def call(self, b: ToolUseBlock) -> ToolResultBlock:
         """Run a ``final_result`` call: accept a valid result, or return the tool error the model sees."""
-        verdict = self.spec.check(b.arguments)
+        try:
+            verdict = self.spec.check(b.arguments)
+        except Exception as e:  # a validator's bug or a value too deep to check: the model's news
+            verdict = (f"final_result could not check the result ({type(e).__name__}: {str(e)[:500]}); call it "
+                       "again with a simpler result")
         if isinstance(verdict, str):
             return ToolResultBlock(b.id, verdict, is_error=True)
         self.accepted, self.text = verdict

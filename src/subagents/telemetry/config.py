@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..exceptions import ConfigError
+from .attributes import redact
 
 __all__ = ["TelemetryConfig", "resolve", "traces_url"]
 
@@ -52,7 +53,7 @@ def traces_url(endpoint: str, *, setting: str = "[telemetry] otlp_endpoint") -> 
     """
     parts = urlsplit(endpoint.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"{setting} {endpoint!r} is not an http(s) URL; set it to your OpenTelemetry "
+        raise ConfigError(f"{setting} {redact(endpoint)!r} is not an http(s) URL; set it to your OpenTelemetry "
                           "collector's OTLP/HTTP endpoint, e.g. http://localhost:4318")
     url = endpoint.strip().rstrip("/")
     return url if parts.path.rstrip("/").endswith("/v1/traces") else f"{url}/v1/traces"
@@ -116,7 +117,7 @@ def resolve(
         return None
     else:
         cfg = TelemetryConfig(otlp_endpoint=url, capture_content=capture, service_name=name)
-    where = f"tracing is on (spans to {cfg.otlp_endpoint})" if cfg.otlp_endpoint else "tracing is on"
+    where = f"tracing is on (spans to {redact(cfg.otlp_endpoint)})" if cfg.otlp_endpoint else "tracing is on"
     _need("opentelemetry.trace", where)
     if cfg.tracer_provider is None and cfg.otlp_endpoint:
         _need("opentelemetry.sdk.trace", where)

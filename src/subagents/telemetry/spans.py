@@ -20,6 +20,7 @@ another process stays in its tree's trace.  A root's later runs hang under its f
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -236,8 +237,8 @@ class Tracing:
     def _text(self, ev: EventLike) -> None:
         a = self.agents.get(ev.agent_id)
         if a is not None and self.capture_content:
-            text = str(ev.data.get("text", ""))
-            a.text = a.text + text if ev.data.get("delta") else text
+            text = str(ev.data.get("text", ""))  # kept to MAX_CONTENT (+1: it says it was cut)
+            a.text = (a.text + text if ev.data.get("delta") else text)[:A.MAX_CONTENT + 1]
 
     def _model_end(self, ev: EventLike) -> None:
         a = self.agents.get(ev.agent_id)
@@ -246,14 +247,14 @@ class Tracing:
         chat, d = a.chat, ev.data
         chat.set_attributes(A.usage_attributes(d.get("usage")))
         if d.get("response_model"):
-            chat.set_attribute(A.RESPONSE_MODEL, str(d["response_model"]))
+            chat.set_attribute(A.RESPONSE_MODEL, A.clip(str(d["response_model"]), 256))  # what a server said
         if d.get("stop_reason"):
-            chat.set_attribute(A.FINISH_REASONS, [str(d["stop_reason"])])
+            chat.set_attribute(A.FINISH_REASONS, [A.clip(str(d["stop_reason"]), 256)])
         if isinstance(d.get("cost_usd"), (int, float)):
             chat.set_attribute(A.COST_USD, float(d["cost_usd"]))
         if d.get("error"):
             chat.set_attribute(A.ERROR_TYPE, "model_error")
-            chat.set_status(Status(StatusCode.ERROR, str(d["error"])))
+            chat.set_status(Status(StatusCode.ERROR, A.redact(str(d["error"]), A.MAX_ERROR)))
         self._end_chat(a, ev.ts)
 
     def _end_chat(self, a: _Agent, ts: float) -> None:
@@ -270,12 +271,12 @@ class Tracing:
             return
         self._end_chat(a, ev.ts)  # (no model_end event: the call ended before its first tool)
         d = ev.data
-        name, call = str(d.get("tool", "")), str(d.get("call_id", ""))
-        attrs: dict[str, Any] = {A.OPERATION: "execute_tool", A.TOOL_NAME: name, A.TOOL_CALL_ID: call,
+        name, call = A.name(d.get("tool", "")), str(d.get("call_id", ""))  # both from the model: any text
+        attrs: dict[str, Any] = {A.OPERATION: "execute_tool", A.TOOL_NAME: name, A.TOOL_CALL_ID: A.name(call),
                                  A.TOOL_TYPE: "function"}
         args = d.get("arguments")
         if self.capture_content and args is not None:
-            attrs[A.TOOL_ARGUMENTS] = json.dumps(args, ensure_ascii=False, default=str)
+            attrs[A.TOOL_ARGUMENTS] = A.redact(json.dumps(args, ensure_ascii=False, default=str))
         a.tools[call] = self.tracer.start_span(f"execute_tool {name}", context=a.ctx,
                                                kind=SpanKind.INTERNAL, attributes=attrs, start_time=_ns(ev.ts))
         if name == "spawn_agent" and isinstance(args, dict):
@@ -292,7 +293,7 @@ class Tracing:
         if span is None:
             return
         if self.capture_content and "output" in d:
-            span.set_attribute(A.TOOL_RESULT, str(d["output"]))
+            span.set_attribute(A.TOOL_RESULT, A.redact(str(d["output"])))
         if d.get("is_error"):
             span.set_attribute(A.ERROR_TYPE, "tool_error")
             span.set_status(Status(StatusCode.ERROR, "the tool returned an error"))
@@ -364,6 +365,15 @@ class Tracing:
         if self.provider is not None:
             self.provider.shutdown()
             self.provider = None
+
+    async def aclose(self) -> None:
+        """:meth:`shutdown`, with the last flush of a tracer provider it owns in a worker thread: with a collector
+        that cannot be reached, that flush takes up to about twice the exporter's timeout, and the event loop
+        (other runtimes, your application) goes on meanwhile."""
+        provider, self.provider = self.provider, None
+        self.shutdown()
+        if provider is not None:
+            await asyncio.to_thread(provider.shutdown)
 
 
 _HANDLERS = {

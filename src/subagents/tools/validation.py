@@ -88,7 +88,11 @@ def _checker(schema: Mapping[str, Any]) -> tuple[Check, str | None]:
             return _explain(value, schema, path) or _reworded(e.message, path)
         except (TypeError, ValueError, RecursionError) as e:  # a value no JSON document holds
             return _explain(value, schema, path) or f"{path} could not be checked ({type(e).__name__}: {e})"
-        return None if _plain(value, floats) else _explain(value, schema, path)
+        try:
+            plain = _plain(value, floats)
+        except RecursionError:
+            return f"{path} is nested too deeply to check; send flatter arguments"
+        return None if plain else _explain(value, schema, path)
 
     return check, None
 
@@ -143,13 +147,32 @@ def _compile(schema: Mapping[str, Any]) -> Callable[[Any], Any]:
     except fastjsonschema.JsonSchemaValueException as e:
         raise DefinitionError(_reworded(e.message, "parameters")) from None
     try:
-        return fastjsonschema.compile(dict(schema), use_default=False, use_formats=False)
+        fn = fastjsonschema.compile(dict(schema), use_default=False, use_formats=False)
+        _on_re2(fn)
+        return fn
     except fastjsonschema.JsonSchemaDefinitionException as e:
         raise DefinitionError(str(e)) from None
     except re.error as e:
         raise DefinitionError(f"a pattern is not a valid regular expression ({e})") from None
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as e:
         raise DefinitionError(f"{type(e).__name__}: {e}") from None
+
+
+def _on_re2(fn: Callable[[Any], Any]) -> None:
+    """The schema's ``pattern`` / ``patternProperties`` matched by RE2 (linear time) rather than Python's ``re``:
+    a schema may come from a model (``output_schema``) or an MCP server, and ``^(a+)+$`` froze the event loop.
+    (The generated code only calls ``.search`` on them, from the compiled function's own global state.)"""
+    pats = getattr(fn, "__globals__", {}).get("REGEX_PATTERNS")
+    if not pats:
+        return
+    from .regexes import _options, _re2
+
+    for p in list(pats):
+        try:
+            pats[p] = _re2().compile(p, _options(never_nl=False))
+        except _re2().error as e:
+            raise DefinitionError(f"pattern {p!r} cannot be used: {e} (patterns run on RE2: no lookaround or "
+                                  "backreferences)") from None
 
 
 def _lint(schema: Any, where: str) -> None:
