@@ -115,15 +115,15 @@ async def test_anthropic_events_out_of_order_end_the_run_with_a_clear_error(loop
     assert (result.error or "").endswith("Gave up after 2 attempts (max_retries=1).")
 
 
-async def test_anthropic_tool_input_that_is_not_json_is_retried_then_reported(loopback: Loopback) -> None:
+async def test_anthropic_tool_input_that_is_not_json_goes_back_to_the_model(loopback: Loopback) -> None:
+    """Was retried, then the run's error; now one request, and the loop answers the call with a tool error."""
     events = a_events(anthropic_message(a_tool("toolu_1", "lookup", {"key": "alpha"}), stop_reason="tool_use"))
     events[4:-3] = [("content_block_delta", {"type": "content_block_delta", "index": 0,
                                              "delta": {"type": "input_json_delta", "partial_json": '{"key": al'}})]
-    loopback.anthropic(SSE(events), SSE(events))
-    with pytest.raises(ModelError) as info:
-        await claude(loopback).request(request())
-    assert MALFORMED in str(info.value)
-    assert "Unable to parse tool parameter JSON" in str(info.value)
+    loopback.anthropic(SSE(events))
+    response = await claude(loopback).request(request())
+    assert response.tool_calls[0].arguments == {INVALID_ARGUMENTS_KEY: '{"key": al'}
+    assert len(loopback.requests) == 1
 
 
 async def test_anthropic_usage_missing_from_message_delta_is_a_clear_error(loopback: Loopback) -> None:

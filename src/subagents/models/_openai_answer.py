@@ -152,7 +152,10 @@ class StreamAssembler:
         part = self.calls.setdefault(int(index), _PartialCall())
         part.id = part.id or str(get(tc, "id") or "")
         fn = get(tc, "function")
-        part.name = part.name or str(get(fn, "name") or "")
+        name = str(get(fn, "name") or "")
+        # a piece of a name split across deltas is appended (as the SDK does); a server that repeats the whole
+        # name, or sends it cumulatively, sends something that starts with what we have: taken as is
+        part.name = name if name.startswith(part.name) else part.name + name
         args = get(fn, "arguments")
         if isinstance(args, dict):
             args = json.dumps(args)

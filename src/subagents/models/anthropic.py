@@ -9,7 +9,8 @@ Two halves, kept apart:
   :class:`~.clients.ClientPool`, shared with every model of the runtime that reaches the same server
   with the same key: one connection pool, kept-alive connections reused from call to call.
 * **How to talk to it** — :class:`AnthropicModel`: map our messages out (:func:`to_anthropic`),
-  call ``messages.stream`` (or ``messages.create``), map the message back (:func:`from_anthropic`).
+  call ``messages.create`` (streamed: the raw events assembled by :mod:`._anthropic_stream`, so bad tool
+  input reaches the model as a tool error), map the message back (:func:`from_anthropic`).
   Every attempt has a total deadline and a stream a stall timer (:mod:`._timeouts`); a stream that
   ends without ``message_stop`` (or without a stop reason) is truncated: retried, never an answer.
 
@@ -25,7 +26,6 @@ The SDK is imported inside the functions that need it, never when ``subagents`` 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -36,6 +36,7 @@ from .._config_values import MAX_OUTPUT_TOKENS, STREAM
 from ..exceptions import ModelError
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from ._anthropic_search import run_search
+from ._anthropic_stream import StreamedMessage, tool_arguments
 from ._retry import (
     Retryable,
     RetryPolicy,
@@ -48,7 +49,7 @@ from ._retry import (
 from ._retry import status_error as _status_error
 from ._sanitize import SDK_PARSE_ERRORS, clean, guarded, malformed, tokens, unique_ids
 from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
-from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from .base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from .clients import SHARED, ClientPool
 
 if TYPE_CHECKING:
@@ -241,9 +242,7 @@ def from_anthropic(message: Any, *, max_output_tokens: int = 0) -> ModelResponse
         if kind == "text":
             text.append(clean(str(getattr(block, "text", None) or "")))
         elif kind == "tool_use":  # input that is no JSON object: the tool answers the model with an error
-            raw = getattr(block, "input", None)
-            args = clean(raw) if isinstance(raw, dict) else {INVALID_ARGUMENTS_KEY: clean(json.dumps(raw))}
-            calls.append(ToolCall(clean(str(getattr(block, "name", None) or "")), args,
+            calls.append(ToolCall(clean(str(getattr(block, "name", None) or "")), tool_arguments(block),
                                   str(getattr(block, "id", None) or "")))
     stop = message.stop_reason
     if stop == "max_tokens" and calls:
@@ -362,22 +361,20 @@ class AnthropicModel:
         if not self.stream:
             return await client.messages.create(**params)
         on_text = request.on_text
-        stopped = False
-        async with client.messages.stream(**params) as stream:
-            async with aclosing(guarded(watch(stream, self.timeouts.stall_s), self._malformed)) as events:
-                async for event in events:
-                    if event.type == "text" and on_text is not None and event.text:
-                        on_text(clean(event.text))
-                    elif event.type == "message_stop":
-                        stopped = True
-            try:
-                message = await stream.get_final_message() if stopped else None
-            except SDK_PARSE_ERRORS as e:  # (an event stream without its message_start)
-                raise self._malformed(e) from e
-        if message is None or message.stop_reason is None:
-            missing = "no message_stop event" if message is None else "no stop_reason"
+        answer = StreamedMessage()  # from the raw events: the SDK's own assembly chokes on bad tool input
+        stream = await client.messages.create(**params, stream=True)
+        async with stream, aclosing(guarded(watch(stream, self.timeouts.stall_s), self._malformed)) as events:
+            async for event in events:
+                try:
+                    text = answer.add(event)
+                except SDK_PARSE_ERRORS as e:  # events out of order, a field missing
+                    raise self._malformed(e) from e
+                if text and on_text is not None:
+                    on_text(text)
+        if not answer.stopped or answer.stop_reason is None:
+            missing = "no message_stop event" if not answer.stopped else "no stop_reason"
             raise truncated_error(f"{PROVIDER} at {self.connection.where}", "anthropic", self.model, missing)
-        return message
+        return answer
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r}, stream={self.stream})"
