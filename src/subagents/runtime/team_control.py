@@ -21,7 +21,25 @@ if TYPE_CHECKING:
     from .manager import AgentManager
     from .node import AgentNode
 
-__all__ = ["TeamTools", "render_board", "render_task", "team_tools"]
+__all__ = ["MAX_MESSAGE_CHARS", "MAX_SUBJECT_CHARS", "MAX_TEXT_CHARS", "MAX_UNREAD_FROM", "TeamTools", "render_board",
+           "render_task", "team_tools"]
+
+MAX_MESSAGE_CHARS = 20_000  # one message (send_message, broadcast)
+MAX_UNREAD_FROM = 50        # messages from one sender that one recipient has not read yet
+MAX_SUBJECT_CHARS = 200     # a task's subject (one line), a team's description
+MAX_TEXT_CHARS = 20_000     # a task's description, a note
+
+
+def _text(what: str, text: str | None, limit: int, *, line: bool = False) -> str:
+    """``text`` a model gave, quoted (:func:`~.team_board.quote_text`); a :class:`ToolError` past ``limit``."""
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise ToolError(f"the {what} must be text")
+    if len(text) > limit:
+        raise ToolError(f"the {what} is {len(text):,} characters, more than the {limit:,} allowed; "
+                        f"{'say it in a few words' if line else 'shorten it, or put the details in a file'}")
+    return board.one_line(text) if line else board.quote_text(text)
 
 
 def render_task(t: TaskRecord, *, full: bool = False) -> str:
@@ -73,11 +91,14 @@ class TeamTools:
     # -- the team -------------------------------------------------------------------------------------
     async def team_create(self, caller_id: str, name: str, description: str) -> str:
         node = self._node(caller_id)
-        if self.svc.role(caller_id) is not None:
-            raise ToolError(f"you are already in team {self.svc.role(caller_id).team!r}; "  # type: ignore[union-attr]
-                            "an agent leads or joins one team")
+        role = self.svc.role(caller_id)
+        if role is not None and role.name == LEAD and self.svc.store.get_team(role.team) is None:
+            self.svc.roles.pop(caller_id, None)  # its team was deleted (from Python or the CLI): it may lead anew
+        elif role is not None:
+            raise ToolError(f"you are already in team {role.team!r}; an agent leads or joins one team")
         try:
-            team = self.svc.store.create_team(check_name("team", name), node.id, time.time(), description)
+            team = self.svc.store.create_team(check_name("team", name), node.id, time.time(),
+                                              _text("team description", description, MAX_SUBJECT_CHARS, line=True))
         except TeamError as e:
             raise ToolError(str(e)) from None
         self.svc.bind(node, Role(team.name, LEAD, node.mode))
@@ -117,6 +138,8 @@ class TeamTools:
     # -- the board ------------------------------------------------------------------------------------
     async def task_create(self, caller_id: str, subject: str, description: str, blocked_by: list[int]) -> str:
         role, team = self._member(caller_id)
+        subject = _text("task subject", subject, MAX_SUBJECT_CHARS, line=True)
+        description = _text("task description", description, MAX_TEXT_CHARS)
         try:
             t = await board.add_task(self.svc, team, role.name, subject, description, blocked_by)
         except TeamError as e:
@@ -136,6 +159,7 @@ class TeamTools:
 
     async def task_claim(self, caller_id: str, task_id: int | None) -> str:
         role, team = self._member(caller_id)
+        self._one_at_a_time(role, team, task_id)
         try:
             t = board.claim(self.svc, team, role.name, task_id)
         except TeamError as e:
@@ -144,12 +168,27 @@ class TeamTools:
             return "no task is free and unblocked right now; wait for a message, or end your turn to go idle"
         return f"you own {render_task(t, full=True)}"
 
+    def _one_at_a_time(self, role: Role, team: TeamRecord, task_id: int | None) -> None:
+        """A teammate works on one task at a time (its first prompt says so): it cannot hoard the board."""
+        if role.name == LEAD:
+            return
+        mine = [t.id for t in self.svc.store.tasks(team.name, TaskStatus.IN_PROGRESS)
+                if t.owner == role.name and t.id != task_id]
+        if mine:
+            raise ToolError(f"you already own task #{mine[0]} (in_progress); one task at a time: complete it "
+                            f"(task_update status=\"completed\") or give it back (status=\"pending\") first")
+
     async def task_update(self, caller_id: str, task_id: int, status: str | None, note: str | None) -> str:
         role, team = self._member(caller_id)
         try:
             st = TaskStatus(status) if status is not None else None
         except ValueError:
             raise ToolError(f"unknown status {status!r}; use pending, in_progress or completed") from None
+        note = None if note is None else _text("note", note, MAX_TEXT_CHARS)
+        if st is not None and st is not TaskStatus.PENDING:
+            cur = self.svc.store.task(team.name, task_id)
+            if cur is not None and cur.status is TaskStatus.PENDING:  # moving a pending task on claims it
+                self._one_at_a_time(role, team, task_id)
         try:
             t = await board.update_task(self.svc, team, role.name, task_id, st, note)
         except TeamError as e:
@@ -161,11 +200,14 @@ class TeamTools:
         role, team = self._member(caller_id)
         if to == role.name:
             raise ToolError("you cannot send a message to yourself")
-        if not isinstance(text, str) or not text.strip():  # (before a plan is approved with it)
+        text = _text("message", text, MAX_MESSAGE_CHARS)
+        if not text.strip():  # (before a plan is approved with it)
             raise ToolError("the message is empty; write what you want to say")
+        self._not_flooded(team, role.name, [to])
         member = self.svc.store.member(team.name, to) if to != LEAD else None
-        if member is not None and member.status is MemberStatus.SHUT_DOWN:
-            raise ToolError(f"teammate {to!r} has shut down and reads no more messages; spawn a new teammate "
+        if member is not None and member.status in (MemberStatus.SHUT_DOWN, MemberStatus.STOPPING):
+            state = "has shut down" if member.status is MemberStatus.SHUT_DOWN else "is shutting down"
+            raise ToolError(f"teammate {to!r} {state} and reads no more messages; spawn a new teammate "
                             f"(spawn_agent with team={team.name!r} and another name) for more work")
         if approve_plan:
             if role.name != LEAD:
@@ -180,14 +222,29 @@ class TeamTools:
             raise ToolError(str(e)) from None
         return f"message sent to {to}" + (" (plan approved: it may now make changes)" if approve_plan else "")
 
+    def _not_flooded(self, team: TeamRecord, sender: str, to: list[str]) -> None:
+        """A :class:`ToolError` when a recipient has not read :data:`MAX_UNREAD_FROM` messages of ``sender`` yet."""
+        for name in to:
+            try:
+                unread = self.svc.store.unread(team.name, name)
+            except TeamError:
+                continue  # an unknown recipient: the send says so
+            if sum(1 for m in unread if m.sender == sender) >= MAX_UNREAD_FROM:
+                raise ToolError(f"{name} has not read your last {MAX_UNREAD_FROM} messages yet; wait for its answer "
+                                "before you write again")
+
     async def broadcast(self, caller_id: str, text: str) -> str:
         role, team = self._member(caller_id)
         to = [m.name for m in self.svc.store.members(team.name)
-              if m.name != role.name and m.status is not MemberStatus.SHUT_DOWN]
+              if m.name != role.name and m.status not in (MemberStatus.SHUT_DOWN, MemberStatus.STOPPING)]
         if role.name != LEAD:
             to.append(LEAD)
         if not to:
             raise ToolError("nobody else is in the team to hear it")
+        text = _text("message", text, MAX_MESSAGE_CHARS)
+        if not text.strip():
+            raise ToolError("the message is empty; write what you want to say")
+        self._not_flooded(team, role.name, to)
         try:
             self.svc.send(team, role.name, to, text, kind="broadcast")
         except TeamError as e:

@@ -97,13 +97,17 @@ class Team:
     def send(self, to: str, text: str, *, approve_plan: bool = False) -> None:
         """Send ``text`` to one teammate as the lead; ``approve_plan`` lets a plan-mode teammate act."""
         team = self.record
+        m = self._svc.store.member(team.name, to)
+        if m is not None and m.status in (MemberStatus.SHUT_DOWN, MemberStatus.STOPPING):
+            state = "has shut down" if m.status is MemberStatus.SHUT_DOWN else "is shutting down"
+            raise TeamError(f"teammate {to!r} {state} and reads no more messages; spawn a new teammate for more work")
         if approve_plan:
             board.approve_plan(self._svc, team, to)
         self._svc.send(team, LEAD, [to], text)
 
     def broadcast(self, text: str) -> list[str]:
         """Send ``text`` to every teammate that is not shut down; their names."""
-        to = [m.name for m in self.members if m.status is not MemberStatus.SHUT_DOWN]
+        to = [m.name for m in self.members if m.status not in (MemberStatus.SHUT_DOWN, MemberStatus.STOPPING)]
         if to:
             self._svc.send(self.record, LEAD, to, text, kind="broadcast")
         return to

@@ -145,8 +145,9 @@ class TeamService(RoleKeeper):
         node = self.mgr.nodes.get(agent_id) if agent_id else None
         if role is None or node is None or node.status is not Status.RUNNING:
             return  # kept unread: delivered when it runs again
-        if role.wake is not None:
-            if role.name != LEAD:  # working from now (``wait_idle`` right after a send must not see it idle)
+        if role.wake is not None:  # working from now (wait_idle right after a send), unless it is shutting down
+            me = self.store.member(team.name, recipient) if role.name != LEAD else None
+            if me is not None and me.status is not MemberStatus.STOPPING:
                 self.store.update_member(team.name, recipient, status=MemberStatus.WORKING)
             role.wake.set()
             return
@@ -264,7 +265,9 @@ class TeamService(RoleKeeper):
                 break
             if self.store.member(team.name, role.name).status is not MemberStatus.IDLE:  # type: ignore[union-attr]
                 self.store.update_member(team.name, role.name, status=MemberStatus.IDLE)
-                summary = " ".join(result.text.split())[:IDLE_SUMMARY_CHARS] or "(no output)"
+                from .team_board import one_line  # (team_board imports this module)
+
+                summary = one_line(result.text)[:IDLE_SUMMARY_CHARS] or "(no output)"  # quoted: no fake mail
                 self.emit(node.id, "teammate_idle", team=team.name, name=role.name)
                 self.send(team, role.name, [LEAD], f"{role.name} is idle. Its last words: {summary}", kind="idle")
             await self._wait_mail(role, node)
