@@ -10,33 +10,25 @@ alike), so both paths run the same hooks and publish the same events:
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
-from ..teams.model import MemberRecord, MemberStatus, TaskRecord, TaskStatus, TeamError, TeamRecord, check_name
+from ..teams.model import (
+    MemberRecord,
+    MemberStatus,
+    TaskRecord,
+    TaskStatus,
+    TeamError,
+    TeamRecord,
+    check_name,
+    one_line,
+    quote_text,
+)
 from .node import AgentNode
 from .teams import Role, TeamService
 
 __all__ = ["add_task", "approve_plan", "claim", "one_line", "quote_text", "spawn_member", "teammate_prompt",
            "update_task"]
-
-# the runtime's own markup around what reaches a model (mail, notices, reminders): a model's text must not fake it
-_MARKUP = re.compile(r"<(?=\s*/?\s*(?:team-|teammate-|subagent-notification|system))", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def quote_text(text: str) -> str:
-    """``text`` from a model, safe to put inside the runtime's markup: control characters (but newlines and tabs)
-    are dropped and the ``<`` of a tag that looks like the runtime's (``<team-message>``, ``</teammate-idle>``,
-    ``<subagent-notification>``, ``<system-reminder>`` ...) becomes ``&lt;``, so it reads as quoted text."""
-    return _MARKUP.sub("&lt;", _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
-
-
-def one_line(text: str) -> str:
-    """``text`` quoted (:func:`quote_text`) on one line: a task subject cannot fake more lines of a board."""
-    return " ".join(quote_text(text).split())
-
 
 def teammate_prompt(team: str, name: str, prompt: str, plan: bool) -> str:
     """A teammate's first prompt: who it is, how the team works, then its task."""

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..models.base import AgentInfo
-from ..teams.model import LEAD, MailRecord, MemberRecord, MemberStatus, TeamError, TeamRecord
+from ..teams.model import LEAD, MailRecord, MemberRecord, MemberStatus, TeamError, TeamRecord, one_line
 from ..teams.store import TeamStore
 from ..tools.team import MEMBER_TOOLS, TEAM_TOOLS
 from .events import Event
@@ -265,8 +265,6 @@ class TeamService(RoleKeeper):
                 break
             if self.store.member(team.name, role.name).status is not MemberStatus.IDLE:  # type: ignore[union-attr]
                 self.store.update_member(team.name, role.name, status=MemberStatus.IDLE)
-                from .team_board import one_line  # (team_board imports this module)
-
                 summary = one_line(result.text)[:IDLE_SUMMARY_CHARS] or "(no output)"  # quoted: no fake mail
                 self.emit(node.id, "teammate_idle", team=team.name, name=role.name)
                 self.send(team, role.name, [LEAD], f"{role.name} is idle. Its last words: {summary}", kind="idle")

@@ -27,6 +27,8 @@ __all__ = [
     "TeamError",
     "TeamRecord",
     "check_name",
+    "one_line",
+    "quote_text",
 ]
 
 #: What the lead is called in the mail, in ``owner`` fields and by ``send_message(to="lead")``.
@@ -129,3 +131,20 @@ class MailRecord:
             return f"<teammate-idle team=\"{self.team}\" name=\"{self.sender}\">\n{self.text}\n</teammate-idle>"
         return (f"<team-message team=\"{self.team}\" from=\"{self.sender}\" kind=\"{self.kind}\">\n{self.text}\n"
                 "</team-message>")
+
+
+# the runtime's own markup around what reaches a model (mail, notices, reminders): a model's text must not fake it
+_MARKUP = re.compile(r"<(?=\s*/?\s*(?:team-|teammate-|subagent-notification|system))", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def quote_text(text: str) -> str:
+    """``text`` from a model, safe to put inside the runtime's markup: control characters (but newlines and tabs)
+    are dropped and the ``<`` of a tag that looks like the runtime's (``<team-message>``, ``</teammate-idle>``,
+    ``<subagent-notification>``, ``<system-reminder>`` ...) becomes ``&lt;``, so it reads as quoted text."""
+    return _MARKUP.sub("&lt;", _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
+
+
+def one_line(text: str) -> str:
+    """``text`` quoted (:func:`quote_text`) on one line: a task subject cannot fake more lines of a board."""
+    return " ".join(quote_text(text).split())
