@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["FiniteFloat", "cwd_option", "fail", "isatty", "plural", "scrub", "store_option", "store_url", "wants_json",
-           "workdir"]
+__all__ = ["FiniteFloat", "cwd_option", "engine_option", "fail", "isatty", "plural", "scrub", "store_option",
+           "store_url", "wants_json", "workdir"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -118,10 +118,20 @@ class FiniteFloat(click.FloatRange):
     """:class:`click.FloatRange` that refuses ``nan`` and ``inf`` (every range check passes for NaN)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        rv = super().convert(value, param, ctx)
+        rv = click.FLOAT.convert(value, param, ctx)  # finite first: ``inf`` is no number, not one out of range
         if isinstance(rv, float) and not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number", param, ctx)
-        return rv
+        return super().convert(rv, param, ctx)
+
+
+def engine_option(url: str, *, local: bool = True) -> str:
+    """The value of ``--engine``: an empty one is a usage error, not a silent local run (or, for ``worker``, the
+    configured URL); ``local`` says whether the command runs agents in its process when no URL is set."""
+    if not url.strip():
+        unset = "$SUBAGENTS_ENGINE (unset: the agents run in this process)" if local else "$SUBAGENTS_ENGINE"
+        raise click.UsageError("--engine is empty: give a Temporal URL (temporal://host:7233?task_queue=subagents), "
+                               f"or omit --engine to use [engine] url or {unset}")
+    return url
 
 
 def plural(n: int, what: str) -> str:

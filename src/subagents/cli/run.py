@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 
 from ..authority.names import MODE_ALIASES, MODES
 from ..config import NO_MODEL_HELP
+from ..definitions.values import MAX_TIMEOUT_S, MAX_TURNS
 from ..exceptions import SubagentsError
-from .common import FiniteFloat, cwd_option, fail, isatty, scrub, workdir
+from .common import FiniteFloat, cwd_option, engine_option, fail, isatty, scrub, workdir
 
 __all__ = ["NO_MODEL_MESSAGE", "OutputError", "execute", "run"]
 
@@ -41,9 +42,10 @@ class OutputError(SubagentsError):
               help="Model to use, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, openai:<model>@<base_url>.")
 @click.option("--agent", default="general-purpose", show_default=True, help="Agent type of the root agent.")
 @cwd_option("Workspace directory the agent works in (default: the current directory).")
-@click.option("--max-turns", type=click.IntRange(min=1), help="Stop the run after this many model turns.")
-@click.option("--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True),
-              help="Stop the run after this many seconds (wall clock).")
+@click.option("--max-turns", type=click.IntRange(min=1, max=MAX_TURNS),
+              help=f"Stop the run after this many model turns (at most {MAX_TURNS}).")
+@click.option("--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S),
+              help=f"Stop the run after this many seconds (wall clock; at most {MAX_TIMEOUT_S:.0f}, a year).")
 @click.option("--json", "as_json", is_flag=True, help="Write one JSON event per line, then the result.")
 @click.option("--permission-mode", type=click.Choice(MODE_CHOICES), default=None,
               help="default: edits and commands ask first; plan: change nothing; autoEdit: edits allowed, "
@@ -94,7 +96,7 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
                                              "sandbox_mode": sandbox_mode})
     model: Any = (ctx.obj or {}).get("model") or settings.model_default
     if engine is not None:
-        settings.engine_url = engine
+        settings.engine_url = engine_option(engine)
     if settings.engine_url:
         check_remote(settings.engine_url, permission_mode, allow, deny, sandbox_mode)
         model = model_name  # the workers resolve it (None: their own default)

@@ -20,6 +20,8 @@ from typing import Any
 
 import click
 
+from .common import engine_option
+
 __all__ = ["worker"]
 
 _PROVIDERS = ("anthropic:", "openai:")
@@ -67,7 +69,8 @@ def worker(engine: str | None, model: str | None, tools: tuple[str, ...], workdi
     from ..engines.temporal import load_object
     from ..exceptions import UserError
 
-    url = engine or getattr(load_settings(workdir), "engine_url", None)
+    url = (engine_option(engine, local=False) if engine is not None
+           else getattr(load_settings(workdir), "engine_url", None))
     if not url:
         raise UserError("no engine URL: pass --engine temporal://host:7233?task_queue=subagents "
                         "or set [engine] url in .subagents/config.toml")

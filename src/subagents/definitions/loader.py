@@ -132,13 +132,19 @@ def parse_definition(meta: dict[str, Any], body: str, *, source: str, default_na
     return d
 
 
+_MOST = {"max_turns": values.MAX_TURNS, "timeout_s": values.MAX_TIMEOUT_S}
+"""The limits with a largest value (the CLI's --max-turns and --timeout have the same)."""
+
+
 def _set(d: AgentDefinition, key: str, raw_key: str, value: Any, source: str) -> None:
     if key in ("tools", "disallowed_tools", "delegate_tools", "nickname_candidates"):
         setattr(d, key, _as_list(value, raw_key, source, map_tools=key != "nickname_candidates"))
     elif key in ("max_turns", "max_tokens"):
-        setattr(d, key, values.number(value, raw_key, source, whole=True))
+        setattr(d, key, values.number(values.yaml_number(value, True), raw_key, source, whole=True,
+                                      most=_MOST.get(key)))
     elif key in ("timeout_s", "max_cost_usd"):
-        setattr(d, key, float(values.number(value, raw_key, source, whole=False)))
+        setattr(d, key, float(values.number(values.yaml_number(value, False), raw_key, source, whole=False,
+                                            most=_MOST.get(key))))
     elif key == "background":
         if not isinstance(value, bool):
             raise DefinitionError(f"{source}: 'background' must be true or false, got {value!r}")
@@ -273,10 +279,10 @@ def _checked(d: AgentDefinition, source: str) -> AgentDefinition:
         d.isolation = values.isolation(d.isolation, "isolation", source)
     for key in ("max_turns", "max_tokens"):
         if getattr(d, key) is not None:
-            values.number(getattr(d, key), key, source, whole=True)
+            values.number(getattr(d, key), key, source, whole=True, most=_MOST.get(key))
     for key in ("timeout_s", "max_cost_usd"):
         if getattr(d, key) is not None:
-            values.number(getattr(d, key), key, source, whole=False)
+            values.number(getattr(d, key), key, source, whole=False, most=_MOST.get(key))
     values.model_name(d.model, "model", source)
     return d
 

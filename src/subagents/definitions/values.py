@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,13 +22,18 @@ from typing import Any
 from ..authority.names import MODES, canonical_mode
 from ..exceptions import DefinitionError
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NAME", "isolation", "mode", "model_name", "number", "read_text", "suggest",
-           "text"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NAME", "MAX_TIMEOUT_S", "MAX_TURNS", "isolation", "mode", "model_name", "number",
+           "read_text", "suggest", "text", "yaml_number"]
 
 MAX_FILE_BYTES = 1024 * 1024
 """A definition file larger than this is skipped: it is a prompt, not a data set."""
 MAX_NAME = 64
 """The longest agent name (it is typed in permission rules and shown in every listing)."""
+MAX_TURNS = 1_000_000
+"""The largest ``max_turns`` (of a definition and of ``subagents run --max-turns``): more is a typo, not a limit."""
+MAX_TIMEOUT_S = 366 * 86_400.0
+"""The largest ``timeout_s`` (a year, in seconds): more is a typo, and overflows the timers of the Temporal engine."""
+_SCIENTIFIC = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def text(value: Any, key: str, source: str) -> str:
@@ -67,13 +73,34 @@ def isolation(value: Any, key: str, source: str) -> str | None:
     raise DefinitionError(f"{source}: '{key}' must be 'worktree' (or 'none'), got {value!r}")
 
 
-def number(value: Any, key: str, source: str, *, whole: bool) -> float | int:
-    """A positive (whole) number; ``nan`` and ``inf`` are refused (a limit nothing reaches is no limit)."""
+def number(value: Any, key: str, source: str, *, whole: bool, most: float | None = None) -> float | int:
+    """A positive (whole) number of at most ``most``; ``nan`` and ``inf`` are refused (a limit nothing reaches is
+    no limit)."""
     ok = isinstance(value, int) if whole else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok or not value > 0 or (isinstance(value, float) and not math.isfinite(value)):
         kind = "a positive whole number" if whole else "a positive number"
-        raise DefinitionError(f"{source}: '{key}' must be {kind}, got {value!r}")
+        hint = (" (write it without an exponent, e.g. 1000 for 1e3)"
+                if isinstance(value, str) and _SCIENTIFIC.fullmatch(value.strip()) else "")
+        raise DefinitionError(f"{source}: '{key}' must be {kind}, got {value!r}{hint}")
+    if most is not None and value > most:
+        raise DefinitionError(f"{source}: '{key}' must be at most {most:.0f}, got {value!r}")
     return int(value) if whole else float(value)
+
+
+def yaml_number(value: Any, whole: bool) -> Any:
+    """``value``, or the number a YAML 1.1 reader left as text: PyYAML reads ``1e3`` (no dot, no exponent sign)
+    as a string, where YAML 1.2 and every author mean 1000. Any other value is returned unchanged (and
+    :func:`number` refuses what is no number); ``1.5e0`` for a whole number stays text, so the message shows it."""
+    if isinstance(value, str) and _SCIENTIFIC.fullmatch(value.strip()):
+        try:
+            n = float(value)
+        except (ValueError, OverflowError):  # pragma: no cover - the pattern is a float literal
+            return value
+        if not whole:
+            return n
+        if math.isfinite(n) and n == int(n):
+            return int(n)
+    return value
 
 
 def suggest(key: str, known: Iterable[str]) -> str | None:
