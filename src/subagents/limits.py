@@ -12,7 +12,13 @@ from dataclasses import dataclass, fields, replace
 
 from .exceptions import LimitExceeded, UserError
 
-__all__ = ["Limits"]
+__all__ = ["MAX_TIMEOUT_S", "MAX_TURNS", "Limits"]
+
+MAX_TURNS = 1_000_000
+"""The largest ``max_turns`` (a definition's, ``subagents run --max-turns``, ``Limits``): more is a typo."""
+MAX_TIMEOUT_S = 366 * 86_400.0
+"""The largest ``timeout_s`` (a year, in seconds): more is a typo, and overflows the timers of the Temporal engine."""
+_MOST = {"max_turns": MAX_TURNS, "timeout_s": MAX_TIMEOUT_S}
 
 
 @dataclass(slots=True, frozen=True)
@@ -33,8 +39,10 @@ class Limits:
                                ("timeout_s", self.timeout_s, False), ("max_cost_usd", self.max_cost_usd, False)):
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
                 raise UserError(f"Limits.{name} must be a positive number or None, got {v!r}")
+            if v > _MOST.get(name, v):
+                raise UserError(f"Limits.{name} must be at most {_MOST[name]:.0f}, got {v!r}")
             if whole and not isinstance(v, int):
                 raise UserError(f"Limits.{name} must be a whole number, got {v!r}")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from io import StringIO
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,20 @@ def test_the_help_names_the_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     _, out, _ = cli(["run", "--help"], monkeypatch)
     text = " ".join(out.split())
     assert f"model turns (at most {MAX_TURNS})" in text
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"timeout_s": 1e300}, "Limits.timeout_s must be at most 31622400, got 1e+300"),
+    ({"max_turns": 10**30}, "Limits.max_turns must be at most 1000000"),
+    ({"timeout_s": float("inf")}, "Limits.timeout_s must be a positive number or None, got inf"),
+    ({"max_cost_usd": float("nan")}, "Limits.max_cost_usd must be a positive number or None, got nan"),
+])
+def test_the_python_limits_have_the_clis_bounds(kw: dict[str, Any], message: str) -> None:
+    """``Limits(timeout_s=1e300)`` (and NaN, inf) were accepted: the one door left past the CLI's and the
+    definitions' bounds (the Temporal engine's timers overflow near 1e14 s)."""
+    from subagents import Limits
+    from subagents.exceptions import UserError
+
+    with pytest.raises(UserError) as e:
+        Limits(**kw)
+    assert str(e.value).startswith(message)

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 from ..authority.names import MODE_ALIASES, MODES
 from ..config import NO_MODEL_HELP
-from ..definitions.values import MAX_TIMEOUT_S, MAX_TURNS
 from ..exceptions import SubagentsError
+from ..limits import MAX_TIMEOUT_S, MAX_TURNS
 from .common import FiniteFloat, cwd_option, engine_option, fail, isatty, scrub, workdir
 
 __all__ = ["NO_MODEL_MESSAGE", "OutputError", "execute", "run"]

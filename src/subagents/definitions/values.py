@@ -21,6 +21,7 @@ from typing import Any
 
 from ..authority.names import MODES, canonical_mode
 from ..exceptions import DefinitionError
+from ..limits import MAX_TIMEOUT_S, MAX_TURNS
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NAME", "MAX_TIMEOUT_S", "MAX_TURNS", "isolation", "mode", "model_name", "number",
            "read_text", "suggest", "text", "yaml_number"]
@@ -29,10 +30,6 @@ MAX_FILE_BYTES = 1024 * 1024
 """A definition file larger than this is skipped: it is a prompt, not a data set."""
 MAX_NAME = 64
 """The longest agent name (it is typed in permission rules and shown in every listing)."""
-MAX_TURNS = 1_000_000
-"""The largest ``max_turns`` (of a definition and of ``subagents run --max-turns``): more is a typo, not a limit."""
-MAX_TIMEOUT_S = 366 * 86_400.0
-"""The largest ``timeout_s`` (a year, in seconds): more is a typo, and overflows the timers of the Temporal engine."""
 _SCIENTIFIC = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 

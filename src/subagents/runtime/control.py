@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import SpawnError, ToolError, UserError
 from ..ids import MIN_REF, id_matches
+from ..limits import MAX_TIMEOUT_S
 from ..tools.control import TeamControl
 from .limits import Limits
 from .node import AgentNode
@@ -81,8 +82,9 @@ def _cleanup(cleanup: str | None) -> str:
 
 def _run_timeout(seconds: object) -> float:
     ok = isinstance(seconds, int | float) and not isinstance(seconds, bool) and math.isfinite(seconds) and seconds > 0
-    if not ok:
-        raise ToolError(f"run_timeout_s must be a positive number of seconds, got {seconds!r}; "
+    if not ok or seconds > MAX_TIMEOUT_S:  # type: ignore[operator]
+        raise ToolError(f"run_timeout_s must be a positive number of seconds up to {MAX_TIMEOUT_S:.0f}, got "
+                        f"{seconds!r}; "
                         "e.g. run_timeout_s=300 stops the sub-agent after five minutes with its partial work")
     return float(seconds)  # type: ignore[arg-type]
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from ..authority.names import MODES
 from ..authority.permissions import mode_rank
-from ..exceptions import DefinitionError, SpawnError
+from ..exceptions import DefinitionError, SpawnError, UserError
 from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
 from ..store._lease import process_gone
 from ..store.base import AnnouncementRecord, RunRecord, Store
@@ -97,7 +97,7 @@ def is_orphaned(store: Store, rec: RunRecord, now: float) -> bool:
 def _limits(d: dict[str, object]) -> Limits:
     try:
         return Limits(**{k: v for k, v in d.items() if k in Limits.__dataclass_fields__})  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, UserError):  # (a record of an older version: limits it no longer takes)
         return Limits()
 
 
