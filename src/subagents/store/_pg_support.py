@@ -22,7 +22,16 @@ from psycopg.conninfo import conninfo_to_dict
 from ..exceptions import StoreError
 from ._writer import Call, Writer
 
-__all__ = ["RENEW_SQL", "PgReader", "PgWriter", "clean", "connect", "describe", "pg_error", "redact"]
+__all__ = ["KEEPALIVE", "RENEW_SQL", "PgReader", "PgWriter", "clean", "connect", "describe", "pg_error", "redact",
+           "scrub"]
+
+#: libpq settings on every connection of the store, so a server gone without a reset (a network cut, a host
+#: that died) is noticed in well under a minute, not after the OS's ~2 h of TCP keepalive: a probe after 15 s
+#: of silence, every 5 s, 3 unanswered ones end the connection (~30 s); data sent and not acknowledged for
+#: 30 s ends it too (``tcp_user_timeout``, ms).  Settings in the store's URL win (``?keepalives_idle=60``);
+#: a unix socket ignores them.
+KEEPALIVE: dict[str, int] = {"keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5,
+                             "keepalives_count": 3, "tcp_user_timeout": 30_000}
 
 #: Write (or renew) an owner lease: ``(owner, heartbeat, expires, process)``.
 RENEW_SQL = ("INSERT INTO owners (owner, heartbeat, expires, process) VALUES (%s, %s, %s, %s) ON CONFLICT (owner) "
@@ -32,6 +41,20 @@ RENEW_SQL = ("INSERT INTO owners (owner, heartbeat, expires, process) VALUES (%s
 def clean(text: str) -> str:
     """``text`` as PostgreSQL can store it: a NUL (which ``TEXT`` cannot hold) becomes U+FFFD."""
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def scrub(v: Any) -> Any:
+    """``v`` (a statement's parameters) with each lone surrogate in its strings as U+FFFD (text a tool decoded
+    with ``surrogateescape``, which UTF-8 cannot hold)."""
+    if type(v) is str:
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return v
+    if type(v) in (list, tuple):
+        return type(v)(scrub(x) for x in v)
+    return v
 
 
 def describe(url: str) -> str:
@@ -88,22 +111,43 @@ def pg_error(url: str, e: BaseException, doing: str) -> StoreError:
                       "--store URL' to check it, or point [store] url at another store")
 
 
+def open_conn(url: str, timeout: float) -> psycopg.Connection[Any]:
+    """A new autocommit connection to ``url``, with :data:`KEEPALIVE` (those the URL does not set)."""
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.Error:
+        given = {}  # (psycopg.connect says what is wrong with it)
+    keep: dict[str, Any] = {k: v for k, v in KEEPALIVE.items() if k not in given}
+    return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="subagents",
+                           **keep)
+
+
 def connect(url: str, timeout: float, doing: str) -> psycopg.Connection[Any]:
     """A new autocommit connection to ``url`` (StoreError saying what to do when it cannot be made)."""
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)),
-                               application_name="subagents")
+        return open_conn(url, timeout)
     except psycopg.Error as e:
         raise pg_error(url, e, doing) from None
 
 
 class PgReader:
-    """The store's read connection (autocommit), shared by threads under a lock."""
+    """The store's read connection (autocommit), shared by threads under a lock.  A row or table another
+    session keeps locked is waited for at most ``timeout`` (``lock_timeout``: a claim meeting a transaction
+    left open elsewhere fails saying so instead of waiting for ever)."""
 
     def __init__(self, url: str, timeout: float) -> None:
         self.url, self.timeout = url, timeout
-        self.conn = connect(url, timeout, "opening it for reading")
+        self.conn = self._connect("opening it for reading")
         self.lock = threading.Lock()
+
+    def _connect(self, doing: str) -> psycopg.Connection[Any]:
+        conn = connect(self.url, self.timeout, doing)
+        try:
+            conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{max(1, int(self.timeout * 1000))}ms",))
+        except psycopg.Error as e:
+            conn.close()
+            raise pg_error(self.url, e, doing) from None
+        return conn
 
     def run(self, work: Callable[[psycopg.Connection[Any]], list[Any]], doing: str) -> list[Any]:
         """``work(connection)`` under the lock; after a connection the server dropped (made again) or a
@@ -120,7 +164,7 @@ class PgReader:
                         raise pg_error(self.url, e, doing) from None
                     with contextlib.suppress(psycopg.Error):
                         self.conn.close()
-                    self.conn = connect(self.url, self.timeout, doing)
+                    self.conn = self._connect(doing)
                 except psycopg.Error as e:
                     raise pg_error(self.url, e, doing) from None
         raise AssertionError("unreachable")
@@ -141,7 +185,8 @@ class PgWriter(Writer):
     and another machine may have taken the runs over — writing on would undo its work.  A batch is written at
     least once: if the connection broke while the server committed it, it is applied twice — harmless
     for everything a batch holds (upserts, conditional updates, deletes) except an audit entry or a
-    request, which may then appear twice."""
+    request, which may then appear twice.  A batch with a lone surrogate in its text (which UTF-8 cannot hold)
+    is sent again with U+FFFD in its place (:func:`scrub`; SQLite's writer does the same), so the store goes on."""
 
     def __init__(self, conn: psycopg.Connection[Any], url: str, timeout: float, retry_s: float) -> None:
         self.pg = conn
@@ -185,8 +230,7 @@ class PgWriter(Writer):
                 with contextlib.suppress(psycopg.Error):
                     self.pg.close()
                 try:
-                    self.pg = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.timeout)),
-                                              application_name="subagents")
+                    self.pg = open_conn(self.url, self.timeout)
                 except psycopg.Error as e:
                     cause = e
                 else:
@@ -194,6 +238,12 @@ class PgWriter(Writer):
                     self.reconnects += 1
 
     def _send(self, calls: list[Call]) -> None:
+        try:
+            self._send_once(calls)
+        except UnicodeEncodeError:  # a lone surrogate (the transaction rolled back): once more, scrubbed
+            self._send_once([(sql, scrub(params), many) for sql, params, many in calls])
+
+    def _send_once(self, calls: list[Call]) -> None:
         c = self.pg
         with c.pipeline(), c.transaction(), c.cursor() as cur:
             # a row another session keeps locked is waited for as long as a lost connection, then fails the
