@@ -6,7 +6,8 @@ it reads anything), ``init`` (``"ok"``, ``"hang"``: never answers ``initialize``
 stdout before anything else) and ``stubborn`` (ignores SIGTERM and the end of its stdin).
 
 A call's behaviour: ``result`` (the result object, as is), ``error`` (a JSON-RPC error object), ``stderr_mb``
-(writes that many MiB to stderr first, then the line ``THE LAST LINE``).  By default it answers ``ok``.
+(writes that many MiB to stderr first, then the line ``THE LAST LINE``), ``list_changed`` (a new ``tools`` list:
+the server takes it and sends ``notifications/tools/list_changed`` before it answers).  By default it answers ``ok``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def answer(msg: dict[str, Any]) -> None:
                 sys.stderr.write(line)
             sys.stderr.write("THE LAST LINE\n")
             sys.stderr.flush()
+        if "list_changed" in how:
+            spec["tools"] = how["list_changed"]
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         if "error" in how:
             send({"jsonrpc": "2.0", "id": mid, "error": how["error"]})
         else:

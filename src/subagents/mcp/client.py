@@ -25,10 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import tempfile
 from collections.abc import AsyncIterator, Callable
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import mcp_types
@@ -41,6 +39,7 @@ from pydantic import ValidationError
 
 from ..exceptions import SubagentsError, ToolError
 from .config import McpServerConfig
+from .streams import StderrTail, tolerant_tools
 
 __all__ = ["McpConnection", "McpStartError"]
 
@@ -113,7 +112,8 @@ class McpConnection:
         self.dead: str | None = None  # why the server is given up on
         self._retry_at: float | None = None  # when a server given up on may be tried again (None: never)
         self.tools: list[mcp_types.Tool] = []
-        self._stderr: IO[str] | None = None
+        self.tools_changed = False  # the server said its tool list changed (notifications/tools/list_changed)
+        self._stderr: StderrTail | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> list[mcp_types.Tool]:
@@ -140,13 +140,13 @@ class McpConnection:
     def _transport(self) -> Any:
         if self.cfg.url is not None:
             http = create_mcp_http_client(headers=dict(self.cfg.headers) or None)
-            return _http(self.cfg.url, http)
+            return tolerant_tools(_http(self.cfg.url, http), self.cfg.name)
         assert self._stdio is not None
+        params = self._stdio()
         if self._stderr is not None:
             self._stderr.close()
-        # kept open while the server runs (its stderr), closed by aclose
-        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        return stdio_client(self._stdio(), errlog=self._stderr)
+        self._stderr = StderrTail()  # kept while the server runs (its stderr), closed by aclose
+        return tolerant_tools(stdio_client(params, errlog=self._stderr.file), self.cfg.name)
 
     async def _open(self) -> None:
         """Start the server, or join the start under way (its waiter may have been cancelled), until it is listed."""
@@ -183,7 +183,8 @@ class McpConnection:
         """The owner task: enter the client, list the tools, hold the connection until told to stop."""
         mine: Client | None = None
         try:
-            async with Client(transport) as client:
+            async with Client(transport, message_handler=self._notified) as client:
+                self.tools_changed = False
                 tools = await _list_tools(client)
                 mine = client
                 self.tools, self._client = tools, client  # set here: its waiter may have been cancelled
@@ -210,20 +211,29 @@ class McpConnection:
                 + ". Check its configuration (command, args, env or url)")
 
     def stderr_tail(self, chars: int = 400) -> str:
-        """The last characters the server wrote to stderr (stdio servers), stripped.
+        """The last characters the server wrote to stderr (stdio servers), stripped (only the last
+        :attr:`StderrTail.KEEP` bytes are kept: a chatty server's log may be endless)."""
+        return "" if self._stderr is None else self._stderr.tail(chars)
 
-        Only the end of the file is read (a chatty server's log may be huge), at an explicit offset: the file's
-        position is the server's, which writes to it."""
-        if self._stderr is None:
-            return ""
-        try:
-            fd = self._stderr.fileno()
-            size = os.fstat(fd).st_size
-            start = max(0, size - 4 * chars)  # UTF-8: at most 4 bytes a character
-            data = os.pread(fd, size - start, start)
-        except (OSError, ValueError):
-            return ""
-        return data.decode("utf-8", errors="replace")[-chars:].strip()
+    async def _notified(self, message: Any) -> None:
+        """The SDK's message handler: note ``notifications/tools/list_changed`` (see :meth:`relist`)."""
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.tools_changed = True
+
+    async def relist(self) -> list[mcp_types.Tool]:
+        """List the tools again after the server said they changed; the tools known so far if that fails (the
+        failure is logged: the server keeps serving the tools it had)."""
+        async with self._lock:
+            client, changed, self.tools_changed = self._client, self.tools_changed, False
+            if client is None or not changed:  # (a restart lists them afresh)
+                return self.tools
+            try:
+                async with asyncio.timeout(self.cfg.timeout_s):
+                    self.tools = await _list_tools(client)
+            except (Exception, BaseExceptionGroup) as e:
+                log.warning("MCP server %r said its tools changed, but listing them again failed (%s); its agents "
+                            "keep the tools listed before", self.cfg.name, _why(e))
+            return self.tools
 
     async def _close_owner(self, *, graceful: bool = True) -> None:
         """Stop the owner task: ``graceful``, it leaves the client (which stops the process) within 10 s, else it

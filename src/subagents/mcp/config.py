@@ -248,10 +248,23 @@ def load_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     """The servers of a ``.mcp.json`` file (Claude Code's format); ``{}`` when there is none."""
     if not path.is_file():
         return {}
+    twice: dict[str, None] = {}  # (ordered, no repeats)
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in items:
+            if k in out:
+                twice[k] = None
+            out[k] = v
+        return out  # the last one wins, as in Claude Code (JSON.parse)
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=pairs)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise ConfigError(f"{path}: cannot be read as JSON ({e}); fix it or remove it") from None
+    if twice:
+        log.warning("%s: the key %s appears more than once in one object; only the last one is used (remove "
+                    "the others)", path, ", ".join(repr(k) for k in twice))
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
         raise ConfigError(f'{path}: expected {{"mcpServers": {{"name": {{"command": ...}}}}}} (Claude Code\'s format)')
     return parse_servers(data.get("mcpServers", {}), source=str(path), expand=True)

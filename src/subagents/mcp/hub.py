@@ -15,14 +15,19 @@ agent's registry extended with its MCP tools.  Which servers an agent may use:
 A server starts when the first agent that may use it starts, is shared by all of them, and stops with
 :meth:`McpTools.aclose`.  A server that cannot start is left out of the agents' tools, with a warning
 logged (``subagents.mcp``, once) that says why.  A tool the model could not be offered is left out with a
-warning too (an invalid input schema, no name); a name too long for the model APIs, or taken by another
-tool of the server, is shortened (:func:`~subagents.mcp.tools.tool_names`).
+warning too (not valid MCP, an invalid input schema, no name, a description and schema longer than
+:attr:`McpTools.MAX_TOOL_CHARS`); a name too long for the model APIs, or taken by another tool of the server,
+is shortened (:func:`~subagents.mcp.tools.tool_names`).  An agent gets at most :attr:`McpTools.MAX_TOOLS`
+tools of one server (each goes into every model request): the rest are left out with a warning, and its
+``tools:`` chooses which it gets.  A server that says its tools changed (``notifications/tools/list_changed``)
+is listed again when the next agent starts; the agents already running keep the tools they got.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,6 +64,11 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
 class McpTools:
     """The MCP servers of one runtime (see the module docstring)."""
 
+    MAX_TOOLS = 200
+    """The most tools an agent gets from one server (the rest are left out with a warning; ``tools:`` picks)."""
+    MAX_TOOL_CHARS = 16 * 1024
+    """The longest description plus input schema (JSON) of a tool offered to the model, in characters."""
+
     def __init__(self, servers: Mapping[str, McpServerConfig], *, workspace: Workspace,
                  policy: SandboxPolicy | None = None) -> None:
         self.servers = dict(servers)
@@ -66,6 +76,7 @@ class McpTools:
         self._connections: dict[str, McpConnection] = {}
         self._tools: dict[str, list[Tool]] = {}
         self._warned: set[str] = set()  # the servers whose failure to start was logged
+        self._capped: set[tuple[str, str]] = set()  # (server, agent definition) whose cut was logged
 
     @classmethod
     def for_project(cls, workdir: Path, workspace: Workspace, policy: SandboxPolicy | None = None, *,
@@ -98,22 +109,47 @@ class McpTools:
         conn = self.connection(cfg)
         cached = self._tools.get(cfg.name)
         if cached is None:  # listed once; a server that died later keeps its tools (their calls say why)
-            listed = await conn.start()
-            cached = []
-            for spec, name in zip(listed, tool_names(cfg.name, (s.name for s in listed)), strict=True):
-                if name is None:
-                    log.warning("a tool of the MCP server %r is left out: it has no name", cfg.name)
-                    continue
-                t = McpTool(conn, spec, name)
-                try:
-                    check_schema(t.parameters, tool=t.name)
-                except (UserError, ValueError) as e:
-                    log.warning("MCP tool %s left out: its input schema is invalid (%s)", t.name, e)
-                    continue
-                cached.append(t)
-            self._tools[cfg.name] = cached
+            cached = self._tools[cfg.name] = self._offered(conn, await conn.start())
             self._warned.discard(cfg.name)  # (it started: a later failure is news again)
+        elif conn.tools_changed:  # the server said so: listed again for the agents starting from now
+            cached = self._tools[cfg.name] = self._offered(conn, await conn.relist())
         return cached
+
+    def _offered(self, conn: McpConnection, listed: Sequence[Any]) -> list[Tool]:
+        """The tools of ``listed`` the model can be offered (each other one logged)."""
+        out: list[Tool] = []
+        server = conn.cfg.name
+        for spec, name in zip(listed, tool_names(server, (s.name for s in listed)), strict=True):
+            if name is None:
+                log.warning("a tool of the MCP server %r is left out: it has no name", server)
+                continue
+            t = McpTool(conn, spec, name)
+            try:
+                check_schema(t.parameters, tool=t.name)
+            except (UserError, ValueError) as e:
+                log.warning("MCP tool %s left out: its input schema is invalid (%s)", t.name, e)
+                continue
+            size = len(t.description) + len(json.dumps(t.parameters, ensure_ascii=False, default=str))
+            if size > self.MAX_TOOL_CHARS:
+                log.warning("MCP tool %s left out: its description and input schema are %d characters, more than "
+                            "the %d a tool may take in each model request", t.name, size, self.MAX_TOOL_CHARS)
+                continue
+            out.append(t)
+        return out
+
+    def _cap(self, server: str, tools: list[Tool], source: str) -> list[Tool]:
+        """At most :attr:`MAX_TOOLS` of one server's ``tools`` for an agent (the cut logged once per agent type)."""
+        if len(tools) <= self.MAX_TOOLS:
+            return tools
+        left = tools[self.MAX_TOOLS:]
+        if (server, source) not in self._capped:
+            self._capped.add((server, source))
+            names = ", ".join(t.name for t in left[:5]) + (", ..." if len(left) > 5 else "")
+            log.warning("%d tools of the MCP server %r are left out of %s (%s): an agent gets at most %d tools of "
+                        "one server; list the ones it needs in its definition's tools: (mcp__%s__NAME, or a "
+                        "pattern such as mcp__%s__issue_*)", len(left), server, source or "the agent", names,
+                        self.MAX_TOOLS, server, server)
+        return tools[:self.MAX_TOOLS]
 
     def _wanted(self, tools: Sequence[str] | None, parent: ToolRegistry | None,
                 own: list[McpServerConfig]) -> list[McpServerConfig]:
@@ -167,6 +203,7 @@ class McpTools:
                 continue
             mine = any(c is cfg for c in own)
             cut = tools is not None and any(p.startswith(f"mcp__{cfg.name}__") for p in listed)
+            kept: list[Tool] = []
             for t in offered:
                 if cut and not _matches(t.name, listed):
                     continue
@@ -174,7 +211,8 @@ class McpTools:
                     continue
                 if _matches(t.name, deny):
                     continue
-                picked.append(t)
+                kept.append(t)
+            picked += self._cap(cfg.name, kept, source)
         return registry.extended(picked) if picked else registry
 
     async def aclose(self) -> None:
@@ -183,6 +221,7 @@ class McpTools:
         self._connections.clear()
         self._tools.clear()
         self._warned.clear()
+        self._capped.clear()
         try:
             done = await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
             for conn, err in zip(conns, done, strict=True):
