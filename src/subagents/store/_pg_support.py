@@ -21,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..exceptions import StoreError
 from ._writer import Call, Writer
+from ._writer_main import scrub  # (the SQLite writer's: a lone surrogate becomes U+FFFD)
 
 __all__ = ["KEEPALIVE", "RENEW_SQL", "PgReader", "PgWriter", "clean", "connect", "describe", "pg_error", "redact",
            "scrub"]
@@ -41,20 +42,6 @@ RENEW_SQL = ("INSERT INTO owners (owner, heartbeat, expires, process) VALUES (%s
 def clean(text: str) -> str:
     """``text`` as PostgreSQL can store it: a NUL (which ``TEXT`` cannot hold) becomes U+FFFD."""
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
-def scrub(v: Any) -> Any:
-    """``v`` (a statement's parameters) with each lone surrogate in its strings as U+FFFD (text a tool decoded
-    with ``surrogateescape``, which UTF-8 cannot hold)."""
-    if type(v) is str:
-        try:
-            v.encode("utf-8")
-        except UnicodeEncodeError:
-            return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return v
-    if type(v) in (list, tuple):
-        return type(v)(scrub(x) for x in v)
-    return v
 
 
 def describe(url: str) -> str:

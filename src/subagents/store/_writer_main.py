@@ -219,7 +219,7 @@ class WriterProcess:
             if scrubbed:
                 self.error = _error(e)
             else:  # the batch again, each lone surrogate as U+FFFD: the runs are kept, not the store stopped
-                self.commit([(sql, _scrub(params), many) for sql, params, many in calls], scrubbed=True)
+                self.commit([(sql, scrub(params), many) for sql, params, many in calls], scrubbed=True)
         except (sqlite3.Error, ValueError, TypeError, OverflowError) as e:
             self.error = _error(e)
             try:
@@ -269,7 +269,7 @@ class WriterProcess:
         self.conn.close()
 
 
-def _scrub(v: Any) -> Any:
+def scrub(v: Any) -> Any:
     """``v`` (a statement's parameters) with each lone surrogate in its strings replaced by U+FFFD."""
     if type(v) is str:
         try:
@@ -278,7 +278,7 @@ def _scrub(v: Any) -> Any:
             return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         return v
     if type(v) in (list, tuple):
-        return type(v)(_scrub(x) for x in v)
+        return type(v)(scrub(x) for x in v)
     return v
 
 
