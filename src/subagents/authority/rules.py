@@ -33,6 +33,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..exceptions import ToolError
+from ..tools.regexes import compile_glob_regex
+
 __all__ = ["TOOL_ALIASES", "Rule", "command_segments", "escape", "parse_rule", "parse_rules"]
 
 TOOL_ALIASES = {
@@ -70,7 +73,7 @@ class Rule:
     specifier: str | None = None
     source: str = ""
     _tool_rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
-    _spec_rx: re.Pattern[str] | _Glob | None = field(default=None, compare=False, repr=False)
+    _spec_rx: _PathGlob | _Glob | None = field(default=None, compare=False, repr=False)
     _any_depth: bool = field(default=False, compare=False, repr=False)
 
     def matches_tool(self, name: str) -> bool:
@@ -89,7 +92,7 @@ class Rule:
             return _domain_matches(self.specifier[len("domain:"):], str(arguments.get("url", "")))
         if tool == "bash" and isinstance(rx, _Glob):
             return _command_matches(rx, str(arguments.get("command", "")), allow=allow)
-        if isinstance(rx, re.Pattern):  # path tools
+        if isinstance(rx, _PathGlob):  # path tools
             return _path_matches(rx, str(arguments.get("path", ".")), root, any_depth=self._any_depth, allow=allow)
         key = _SUBJECT.get(tool)
         if key is not None:
@@ -140,7 +143,7 @@ def parse_rule(text: str, source: str = "") -> Rule:
         if spec.endswith(":*"):  # Claude Code's prefix form: "npm run test:*"
             spec = spec[:-2] + "*"
         path = tool in _PATH_TOOLS
-        spec_rx = _path_glob(spec.removeprefix("./")) if path else _Glob(spec)  # "./x.sh" is not "x.sh" on PATH
+        spec_rx = _PathGlob(spec.removeprefix("./")) if path else _Glob(spec)  # "./x.sh" is not "x.sh" on PATH
     any_depth = spec is not None and "/" not in spec.strip("/")
     return Rule(text.strip(), tool, spec, source, tool_rx, spec_rx, any_depth)
 
@@ -193,37 +196,56 @@ class _Glob:
         return True
 
 
-def _path_glob(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex that also matches what is under a matching directory (``*``/``?`` stay in one
-    directory, ``**`` spans them)."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:  # a backslash makes the next character literal
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        else:
-            out.append(re.escape(c))
-        i += 1
-    # a non-empty match, then "/" and anything: a matching directory covers what is under it
-    return re.compile("(?:" + "".join(out) + ")(?<=.)(?:/.*)?", re.S)
+class _PathGlob:
+    """A path glob (``*``/``?`` stay in one directory, ``**`` spans them) that also covers what is under a matching
+    directory, compiled with RE2: Python's ``re`` backtracked on it — a deny rule ``read_file(*a*a*a*a*b)`` took
+    60 s on a model's 255-character file name, holding the event loop."""
+
+    __slots__ = ("rx",)
+
+    def __init__(self, pattern: str) -> None:
+        out: list[str] = []
+        i, n = 0, len(pattern)
+        while i < n:
+            c = pattern[i]
+            if c == "\\" and i + 1 < n:  # a backslash makes the next character literal
+                out.append(re.escape(pattern[i + 1]))
+                i += 2
+                continue
+            if pattern.startswith("**/", i):
+                out.append("(?:.*/)?")
+                i += 3
+                continue
+            if pattern.startswith("**", i):
+                out.append(".*")
+                i += 2
+                continue
+            if c == "*":
+                out.append("[^/]*")
+            elif c == "?":
+                out.append("[^/]")
+            else:
+                out.append(re.escape(c))
+            i += 1
+        try:
+            self.rx = compile_glob_regex("(?s)" + "".join(out))
+        except ToolError as e:
+            raise ValueError(f"the path pattern {pattern!r} cannot be used: {e}") from None
+
+    def fullmatch(self, text: str) -> bool:
+        """``text`` or one of its directories (a non-empty prefix ending before a ``/``) matches the glob."""
+        rx = self.rx
+        if text and rx.fullmatch(text) is not None:
+            return True
+        i = text.find("/", 1)
+        while i != -1:
+            if rx.fullmatch(text, 0, i) is not None:
+                return True
+            i = text.find("/", i + 1)
+        return False
 
 
-def _path_matches(rx: re.Pattern[str], raw: str, root: str | None, *, any_depth: bool, allow: bool) -> bool:
+def _path_matches(rx: _PathGlob, raw: str, root: str | None, *, any_depth: bool, allow: bool) -> bool:
     """``raw`` (relative to ``root``) or one of its directories matches; with ``any_depth``, any one component.
 
     With a ``root``, the path is also resolved (symlinks followed): a deny or ask rule matches if the
@@ -244,13 +266,13 @@ def _path_matches(rx: re.Pattern[str], raw: str, root: str | None, *, any_depth:
     return (written and real) if allow else (written or real)
 
 
-def _path_hit(rx: re.Pattern[str], p: str, root: str | None, any_depth: bool) -> bool:
+def _path_hit(rx: _PathGlob, p: str, root: str | None, any_depth: bool) -> bool:
     if root is not None:
         rel = os.path.relpath(p, root)
         p = p if rel == ".." or rel.startswith("../") else rel
-    if rx.fullmatch(p):  # the path, or one of its directories (the regex covers what is under a match)
+    if rx.fullmatch(p):  # the path, or one of its directories
         return True
-    return any_depth and any(rx.fullmatch(part) for part in p.split("/") if part)
+    return any_depth and any(rx.rx.fullmatch(part) is not None for part in p.split("/") if part)
 
 
 def command_segments(command: str) -> list[str] | None:
