@@ -76,6 +76,7 @@ def chat(ctx: click.Context, prompt: str | None, resume_ref: str | None, model_n
     cwd = workdir(ctx)
     settings = load_settings(cwd, overrides={"model_default": model_name, "permission_mode": permission_mode,
                                              "sandbox_mode": sandbox_mode})
+    settings.engine_url = None  # the agents run in the chat's process, whatever [engine] url says
     model: Any = (ctx.find_root().obj or {}).get("model") or settings.model_default
     if model is None:
         raise ConfigError(NO_MODEL_HELP)

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["FiniteFloat", "cwd_option", "engine_option", "fail", "isatty", "plural", "scrub", "store_option",
-           "store_url", "wants_json", "workdir"]
+__all__ = ["LOCAL_ENGINE", "FiniteFloat", "cwd_option", "engine_option", "fail", "isatty", "plural", "scrub",
+           "store_option", "store_url", "wants_json", "workdir"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,13 +124,24 @@ class FiniteFloat(click.FloatRange):
         return super().convert(rv, param, ctx)
 
 
-def engine_option(url: str, *, local: bool = True) -> str:
-    """The value of ``--engine``: an empty one is a usage error, not a silent local run (or, for ``worker``, the
-    configured URL); ``local`` says whether the command runs agents in its process when no URL is set."""
+#: ``--engine local``: run the agents in this process, whatever ``[engine] url`` or ``$SUBAGENTS_ENGINE`` says.
+LOCAL_ENGINE = "local"
+
+
+def engine_option(url: str, *, local: bool = True) -> str | None:
+    """The value of ``--engine``: ``None`` for ``local`` (this process, ignoring the configured engine), else the
+    URL.  An empty one is a usage error, not a silent local run (or, for ``worker``, the configured URL); ``local``
+    says whether the command can run agents in its process (``worker`` cannot: ``--engine local`` is an error)."""
     if not url.strip():
-        unset = "$SUBAGENTS_ENGINE (unset: the agents run in this process)" if local else "$SUBAGENTS_ENGINE"
+        unset = ("$SUBAGENTS_ENGINE (unset: the agents run in this process), or --engine local to run them in this "
+                 "process whatever is configured") if local else "$SUBAGENTS_ENGINE"
         raise click.UsageError("--engine is empty: give a Temporal URL (temporal://host:7233?task_queue=subagents), "
                                f"or omit --engine to use [engine] url or {unset}")
+    if url.strip().lower() == LOCAL_ENGINE:
+        if not local:
+            raise click.UsageError("--engine local: a worker serves a Temporal engine; give its URL "
+                                   "(temporal://host:7233?task_queue=subagents), or omit --engine to use [engine] url")
+        return None
     return url
 
 

@@ -40,6 +40,7 @@ def demo(as_json: bool, pace_s: float | None, permission_mode: str, team: bool) 
 
     cwd = workdir()
     settings = load_settings(cwd, overrides={"permission_mode": permission_mode})
+    settings.engine_url = None  # its scripted model runs in this process, whatever [engine] url says (offline)
     if pace_s is None:
         pace_s = 0.3 if isatty(sys.stderr) and not as_json else 0.0
     if team:

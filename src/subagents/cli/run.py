@@ -56,9 +56,10 @@ class OutputError(SubagentsError):
               help="Refuse calls matching RULE, e.g. 'read_file(.env)' (repeatable).")
 @click.option("--sandbox", "sandbox_mode", type=click.Choice(["auto", "bwrap", "landlock", "off"]), default=None,
               help="How bash is confined (default: [sandbox] mode, else auto). 'off' runs commands unconfined.")
-@click.option("--engine", "engine", metavar="URL", default=None,
+@click.option("--engine", "engine", metavar="URL|local", default=None,
               help="Run the agents on Temporal workers: temporal://host:7233?namespace=...&task_queue=... "
-                   "(default: [engine] url or $SUBAGENTS_ENGINE; unset: in this process).")
+                   "(default: [engine] url or $SUBAGENTS_ENGINE; unset: in this process). 'local': in this "
+                   "process, whatever engine is configured.")
 @click.pass_context
 def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_name: str | None, agent: str,
         max_turns: int | None, timeout_s: float | None, as_json: bool, permission_mode: str | None,
@@ -77,6 +78,7 @@ def run(ctx: click.Context, prompt: str | None, prompt_file: str | None, model_n
 
     With --engine (or [engine] url) the agents run on `subagents worker` processes, with the workers'
     model, tools and permissions; the progress and `subagents runs` come from the shared run store.
+    --engine local runs them in this process even when an engine is configured.
 
     On a terminal, control characters in the answer are shown escaped (\\x1b), not obeyed; piped or
     redirected, the answer is written exactly as the model gave it.

@@ -29,7 +29,7 @@ from ..ids import id_matches, short_id
 from ..store.base import RunRecord, Store
 from .common import cwd_option, plural, store_option, store_url, workdir
 from .runs_store import NoStore, open_for_reading, open_for_writing
-from .runs_text import age, audit_line, cache_hits, cache_line, descendants, echo_message, owner_gone, tree_lines
+from .runs_text import age, audit_line, cache_hits, cache_line, descendants, echo_message, owner_gone, say, tree_lines
 
 __all__ = ["NoStore", "audit_line", "resolve_run", "runs"]
 
@@ -142,21 +142,21 @@ def show(ctx: click.Context, run_ref: str, as_json: bool) -> int:
     for key in ("run_id", "nickname", "agent_type", "status", "outcome", "parent_id", "root_id", "depth", "label",
                 "model", "permission_mode", "cleanup", "background", "archived", "child_session_key",
                 "requester_session_key", "owner"):
-        click.echo(f"{key + ':':<23}{getattr(rec, key)}")
-    click.echo(f"{'task:':<23}{rec.task}")
+        say(f"{key + ':':<23}{getattr(rec, key)}")
+    say(f"{'task:':<23}{rec.task}")
     if rec.is_final:
-        click.echo(f"{'stats:':<23}{record_result(rec).stats_line(record_result(r) for r in tree_recs)}")
+        say(f"{'stats:':<23}{record_result(rec).stats_line(record_result(r) for r in tree_recs)}")
     cache = cache_line(rec, tree_recs)
     if cache:
-        click.echo(f"{'cache hits:':<23}{cache}")
+        say(f"{'cache hits:':<23}{cache}")
     if rec.error:
-        click.echo(f"{'error:':<23}{rec.error}")
+        say(f"{'error:':<23}{rec.error}")
     if audit:
-        click.echo("authority (approvals, refusals, hooks):")
+        say("authority (approvals, refusals, hooks):")
         for a in audit:
-            click.echo(f"  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(a.at))}  {audit_line(a)}")
-    click.echo("")
-    click.echo(rec.result_text or "(no result yet)")
+            say(f"  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(a.at))}  {audit_line(a)}")
+    say("")
+    say(rec.result_text or "(no result yet)")
     return 0
 
 
@@ -346,6 +346,7 @@ def _resume_here(ctx: click.Context, rec: RunRecord, message: str, model_name: s
 
     cwd = workdir(ctx)
     settings = load_settings(cwd, overrides={"model_default": model_name})
+    settings.engine_url = None  # a run of this engine (not Temporal's): resumed here, whatever [engine] url says
     root_obj = ctx.find_root().obj or {}
     model: Any = root_obj.get("model") or settings.model_default
     if model is None:

@@ -4,6 +4,7 @@ with each agent's duration, turns, tokens and cost (``runs tree``)."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import Any
 
@@ -11,9 +12,19 @@ import click
 
 from ..ids import short_id
 from ..store.base import AuditRecord, RunRecord, Store
+from .common import isatty
 
-__all__ = ["age", "audit_line", "cache_hits", "cache_line", "descendants", "echo_message", "owner_gone",
+__all__ = ["age", "audit_line", "cache_hits", "cache_line", "descendants", "echo_message", "owner_gone", "say",
            "tree_lines"]
+
+
+def say(text: str) -> None:
+    """Echo ``text`` read from the store (a model's answer, a tool's output, team mail): on a terminal its control
+    characters are shown (``\\x1b``), not obeyed, as ``subagents run`` shows an answer; piped, it goes to
+    ``click.echo`` unchanged."""
+    from .render import terminal_safe
+
+    click.echo(terminal_safe(text) if isatty(sys.stdout) else text)
 
 
 def age(t: float | None, now: float) -> str:
@@ -49,11 +60,11 @@ def _short(args: object, n: int = 80) -> str:
 def echo_message(m: Any) -> None:
     for b in m.content:
         if b.kind == "text":
-            click.echo(f"{m.role}: {b.text}")
+            say(f"{m.role}: {b.text}")
         elif b.kind == "tool_use":
-            click.echo(f"{m.role}: -> {b.name}({json.dumps(b.arguments, ensure_ascii=False)[:200]})")
+            say(f"{m.role}: -> {b.name}({json.dumps(b.arguments, ensure_ascii=False)[:200]})")
         else:
-            click.echo(f"{m.role}: <- {'error: ' if b.is_error else ''}{b.content[:300]}")
+            say(f"{m.role}: <- {'error: ' if b.is_error else ''}{b.content[:300]}")
 
 
 def descendants(store: Store, rec: RunRecord) -> list[RunRecord]:

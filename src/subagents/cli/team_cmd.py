@@ -28,7 +28,7 @@ from ..teams.model import MailRecord, MemberRecord, MemberStatus, TaskRecord, Ta
 from ..teams.store import TeamStore
 from .common import cwd_option, store_option
 from .runs_store import NoStore, open_for_reading
-from .runs_text import age
+from .runs_text import age, say
 
 __all__ = ["board_lines", "mail_lines", "member_lines", "team"]
 
@@ -151,20 +151,20 @@ def show(ctx: click.Context, name: str, as_json: bool, n_mail: int) -> int:
         return 0
     width = min(max(shutil.get_terminal_size((100, 24)).columns, 60), 140)
     done = sum(1 for x in tasks if x.status is TaskStatus.COMPLETED)
-    click.echo(f"team {t.name}" + (f" — {t.description}" if t.description else ""))
+    say(f"team {t.name}" + (f" — {t.description}" if t.description else ""))
     lead_id = f" ({short_id(lead['run_id'])})" if lead["run_id"] else ""
-    click.echo(f"lead: {lead['nickname']}{lead_id} · created {age(t.created_at, time.time())} ago · "
+    say(f"lead: {lead['nickname']}{lead_id} · created {age(t.created_at, time.time())} ago · "
                f"{len(members)} teammates · {done}/{len(tasks)} tasks completed")
-    click.echo("")
+    say("")
     for line in member_lines(members, {k: (r.nickname if r else "") for k, r in runs.items()}):
-        click.echo(line)
-    click.echo("")
+        say(line)
+    say("")
     for line in board_lines(tasks, width):
-        click.echo(line)
-    click.echo("")
-    click.echo(f"messages (the latest {len(mail)}):" if mail else "messages: none")
+        say(line)
+    say("")
+    say(f"messages (the latest {len(mail)}):" if mail else "messages: none")
     for line in mail_lines(mail, width):
-        click.echo(line)
+        say(line)
     return 0
 
 

@@ -155,8 +155,8 @@ class AgentManager:
         parent = self.nodes.get(parent_id) if parent_id is not None else None
         if parent_id is not None and parent is None:
             raise SpawnError(f"unknown parent agent {parent_id!r}")
-        if parent is not None and parent.closing:  # close cancelled its subtree: one started now would run on
-            raise SpawnError(f"agent {parent.nickname} ({parent.id}) is being closed: no agent starts under it")
+        if parent is not None and (up := self.tree.closing_from(parent.id)) is not None:  # one started now runs on
+            raise SpawnError(f"agent {up.nickname} ({up.id}) is being closed: no agent starts under it")
         # 2. resolve the definition
         try:
             d = self.defs.get(agent_type)
@@ -339,19 +339,22 @@ class AgentManager:
         return node
 
     async def close(self, ref: str) -> RunResult:
-        """Cancel an agent and all its descendants; their processes die with their tasks."""
+        """Cancel an agent and all its descendants; their processes die with their tasks (also those started under it
+        while the close runs: nothing of the subtree runs on after it)."""
         node = self.tree.require(ref)
-        victims = self.tree.subtree(node)
-        tasks = []
-        for n in reversed(victims):  # deepest first; a queued one leaves the queue (it never starts)
-            if not n.status.is_final() and n.task is None:
-                self.slots.withdraw(n)
-            elif not n.status.is_final() and n.task is not None:
-                if not n.closing:  # cancel once: a second cancel would interrupt its cleanup
-                    n.closing = True
-                    n.task.cancel()
-                tasks.append(n.task)
-        if tasks:
+        while True:  # again while the subtree holds a running task not cancelled yet (started meanwhile)
+            victims = self.tree.subtree(node)
+            tasks = []
+            for n in reversed(victims):  # deepest first; a queued one leaves the queue (it never starts)
+                if not n.status.is_final() and n.task is None:
+                    self.slots.withdraw(n)
+                elif not n.status.is_final() and n.task is not None and not n.task.done():
+                    if not n.closing:  # cancel once: a second cancel would interrupt its cleanup
+                        n.closing = True
+                        n.task.cancel()
+                    tasks.append(n.task)
+            if not tasks:
+                break
             await asyncio.gather(*tasks, return_exceptions=True)
         for n in victims:  # a task cancelled before its first step never ran drive
             if not n.status.is_final():

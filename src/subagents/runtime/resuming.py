@@ -65,6 +65,9 @@ def resume(mgr: ResumeParts, ref: str, message: str, limits: Limits | None = Non
     if not node.status.is_final():
         raise SpawnError(f"agent {node.nickname} ({node.id}) is still {node.status}; "
                          "use send_input to give it more instructions, or wait for it")
+    if (up := mgr.tree.closing_from(node.parent_id)) is not None:  # a close under way cancels what ran as it began
+        raise SpawnError(f"{up.nickname}, the parent of {node.nickname} or its ancestor, is being closed: "
+                         f"{node.nickname} is not resumed under it; wait for the close to end, then resume it")
     parent = mgr.nodes.get(node.parent_id) if node.parent_id else None
     with mgr.slots.reserve(node.depth, parent, resuming=True) as reservation:
         wanted = node.limits if limits is None else node.limits.merged(limits)

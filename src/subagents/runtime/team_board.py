@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from ..exceptions import SpawnError
 from ..teams.model import (
     MemberRecord,
     MemberStatus,
@@ -50,6 +51,9 @@ def spawn_member(svc: TeamService, team: TeamRecord, name: str, agent_type: str,
     check_name("member", name)
     if svc.store.member(team.name, name) is not None:
         raise TeamError(f"team {team.name} already has a member named {name!r}; choose another name")
+    if (up := svc.mgr.tree.closing_from(parent_id)) is not None:  # a close cancels what ran as it began
+        raise SpawnError(f"agent {up.nickname} ({up.id}), the team's lead or its ancestor, is being closed: no "
+                         "teammate starts under it; wait for the close to end")
     node = svc.mgr.spawn(agent_type=agent_type, prompt=teammate_prompt(team.name, name, prompt, require_plan_approval),
                          parent_id=parent_id, description=f"teammate {name}", background=True, model=model,
                          label=f"{team.name}/{name}")

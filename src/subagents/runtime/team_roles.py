@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..teams.model import LEAD, MemberRecord, MemberStatus
@@ -43,6 +43,7 @@ class Role:
     reminded: bool = False       # the lead was told its teammates are idle
     seen: int = 0                # the last mail seq handed to the agent (marked read once committed)
     turning: bool = False        # its model's turn runs: new mail goes into its inbox (else: its next prompt)
+    inboxed: dict[str, int] = field(default_factory=dict)  # inbox key -> characters: mail put there, maybe not read
 
 
 class RoleKeeper:

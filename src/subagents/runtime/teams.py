@@ -26,7 +26,18 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..models.base import AgentInfo
-from ..teams.model import LEAD, MailRecord, MemberRecord, MemberStatus, TeamError, TeamRecord, one_line
+from ..teams.model import (
+    LEAD,
+    MailRecord,
+    MemberRecord,
+    MemberStatus,
+    TeamError,
+    TeamRecord,
+    mail_batch,
+    mail_prompt,
+    one_line,
+    waiting_note,
+)
 from ..teams.store import TeamStore
 from ..tools.team import MEMBER_TOOLS, TEAM_TOOLS
 from .events import Event
@@ -153,9 +164,17 @@ class TeamService(RoleKeeper):
             return
         if not role.turning:  # between turns (an idle hook runs): the mail is its next prompt, not lost in its inbox
             return
-        for m in self.new_mail(role):
-            node.core.inbox.put(m.as_prompt(), key=f"mail:{m.seq}")
+        keys = set(node.core.inbox.keys())  # mail in its inbox not read yet counts against one delivery's budget
+        role.inboxed = {k: n for k, n in role.inboxed.items() if k in keys}
+        mail = self.new_mail(role)
+        batch = mail_batch(mail, sum(role.inboxed.values()))
+        for m in batch:
+            text = m.as_prompt()
+            node.core.inbox.put(text, key=f"mail:{m.seq}")
+            role.inboxed[f"mail:{m.seq}"] = len(text) + 2
             role.seen = m.seq
+        if len(batch) < len(mail):  # the rest stays unread: its next prompt (one note, updated)
+            node.core.inbox.put(waiting_note(team.name, mail[len(batch):]), key=f"mail-waiting:{team.name}")
 
     def new_mail(self, role: Role) -> list[MailRecord]:
         """``role``'s unread mail not yet handed to its agent."""
@@ -273,10 +292,11 @@ class TeamService(RoleKeeper):
             if me is None or me.status in (MemberStatus.STOPPING, MemberStatus.SHUT_DOWN):
                 return None
         self.store.update_member(team.name, role.name, status=MemberStatus.WORKING)
-        role.seen = mail[-1].seq
         if any(m.kind == "shutdown" for m in mail):
+            role.seen = mail[-1].seq
             return None
-        return "\n\n".join(m.as_prompt() for m in mail), max(m.seq for m in mail)
+        text, role.seen = mail_prompt(team.name, mail)  # at most MAIL_BUDGET of it: the rest comes next
+        return text, role.seen
 
     async def _lead_next(self, node: AgentNode, role: Role) -> tuple[str, int] | None:
         while True:
@@ -285,8 +305,8 @@ class TeamService(RoleKeeper):
                 return None
             mail = self.new_mail(role)
             if mail:
-                role.seen = mail[-1].seq
-                return "\n\n".join(m.as_prompt() for m in mail), max(m.seq for m in mail)
+                text, role.seen = mail_prompt(team.name, mail)
+                return text, role.seen
             live = [m for m in self.store.members(team.name) if m.status is not MemberStatus.SHUT_DOWN]
             busy = [m for m in live if m.status in (MemberStatus.WORKING, MemberStatus.STOPPING)]
             if not busy:

@@ -68,6 +68,16 @@ class AgentTree:
             stack.extend(self.nodes[c] for c in n.children_ or () if c in self.nodes)
         return out
 
+    def closing_from(self, agent_id: str | None) -> AgentNode | None:
+        """The first of ``agent_id`` and its ancestors that is being closed (and still running), if any: a close
+        cancels what ran when it began, so nothing is to start under it meanwhile."""
+        node = self.nodes.get(agent_id) if agent_id else None
+        while node is not None:
+            if node.closing and not node.status.is_final():
+                return node
+            node = self.nodes.get(node.parent_id) if node.parent_id else None
+        return None
+
     def slot_holders(self) -> list[AgentNode]:
         return [n for n in self.nodes.values() if n.holds_slot]
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
+from ..store._writer_main import scrub
 from . import _rules as rules
 from .model import MailRecord, MemberRecord, MemberStatus, TaskRecord, TaskStatus, TeamError, TeamRecord, check_name
 
@@ -63,8 +64,10 @@ class SQLTeamStore:
 
     @staticmethod
     def _clean(text: str) -> str:
-        """``text`` as the database can store it."""
-        return text
+        """``text`` as the database can store it: a lone surrogate (which UTF-8 cannot hold; JSON's ``"\\ud800"`` in
+        a model's tool call gives one) becomes U+FFFD, as the run store's writer does."""
+        cleaned: str = scrub(text)
+        return cleaned
 
     def _q(self, sql: str) -> str:
         return sql if self.PARAM == "?" else sql.replace("?", self.PARAM)

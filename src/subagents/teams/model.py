@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import enum
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..exceptions import SubagentsError
 
 __all__ = [
     "LEAD",
+    "MAIL_BUDGET",
     "ClaimRefused",
     "MailRecord",
     "MemberRecord",
@@ -27,12 +30,19 @@ __all__ = [
     "TeamError",
     "TeamRecord",
     "check_name",
+    "mail_batch",
+    "mail_prompt",
     "one_line",
     "quote_text",
+    "waiting_note",
 ]
 
 #: What the lead is called in the mail, in ``owner`` fields and by ``send_message(to="lead")``.
 LEAD = "lead"
+
+#: Characters of team mail one delivery hands to an agent (a prompt, or its inbox between two tool calls): three
+#: messages of the most a model may send.  The rest stays unread and comes next (:func:`mail_batch`).
+MAIL_BUDGET = 60_000
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
 
@@ -148,3 +158,36 @@ def quote_text(text: str) -> str:
 def one_line(text: str) -> str:
     """``text`` quoted (:func:`quote_text`) on one line: a task subject cannot fake more lines of a board."""
     return " ".join(quote_text(text).split())
+
+
+def mail_batch(mail: Sequence[MailRecord], used: int = 0, budget: int = MAIL_BUDGET) -> list[MailRecord]:
+    """The oldest of ``mail`` that fit in ``budget`` characters of which ``used`` are taken already (by mail handed
+    over but not yet read): whole messages, in order, and always the first one when nothing is taken.  What is
+    left stays unread: the next delivery hands it over (:func:`waiting_note` tells the agent it waits)."""
+    out: list[MailRecord] = []
+    for m in mail:
+        n = len(m.as_prompt()) + 2
+        if used + n > budget and (out or used):
+            break
+        out.append(m)
+        used += n
+    return out
+
+
+def waiting_note(team: str, rest: Sequence[MailRecord]) -> str:
+    """What an agent reads of the mail :func:`mail_batch` left for its next delivery: how many, from whom."""
+    by = Counter(m.sender for m in rest)
+    who = ", ".join(f"{n} from {sender}" for sender, n in list(by.items())[:10]) + (", ..." if len(by) > 10 else "")
+    return (f"<team-mail-waiting team=\"{team}\">{len(rest)} more message{'' if len(rest) == 1 else 's'} wait for you "
+            f"({who}): too much to hand over at once, they reach you as your next prompt when this turn ends."
+            "</team-mail-waiting>")
+
+
+def mail_prompt(team: str, mail: Sequence[MailRecord]) -> tuple[str, int]:
+    """The prompt handing ``mail`` (unread, oldest first) to its recipient, and the last ``seq`` it carries: at most
+    :data:`MAIL_BUDGET` characters of it (:func:`mail_batch`), then a note of what waits for the next one."""
+    batch = mail_batch(mail)
+    parts = [m.as_prompt() for m in batch]
+    if len(batch) < len(mail):
+        parts.append(waiting_note(team, mail[len(batch):]))
+    return "\n\n".join(parts), batch[-1].seq

@@ -90,12 +90,13 @@ class PostgresTeamStore(SQLTeamStore):
 
     @staticmethod
     def _clean(text: str) -> str:
-        return clean(text)
+        return clean(SQLTeamStore._clean(text))  # (a NUL too, which TEXT cannot hold)
 
     # -- the task board -------------------------------------------------------------------------
     def create_task(self, team: str, subject: str, description: str = "",
                     blocked_by: Sequence[int] = (), at: float = 0.0) -> TaskRecord:
         rules.check_subject(subject)
+        subject, description = self._clean(subject), self._clean(description)
         with self._tx("creating a task") as c:
             self._has_team(c, team, lock=True)  # one new task id at a time per team
             wanted = sorted({b for b in blocked_by if isinstance(b, int) and -2**63 <= b < 2**63})
@@ -105,12 +106,12 @@ class PostgresTeamStore(SQLTeamStore):
             row = c.execute("SELECT coalesce(max(id), 0) + 1 FROM tasks WHERE team = %s", (team,)).fetchone()
             task_id = int(row[0]) if row else 1
             c.execute(f"INSERT INTO tasks ({TASK_COLS}) VALUES (%s, %s, %s, %s, 'pending', NULL, %s, %s, '')",
-                      (team, task_id, clean(subject), clean(description), at, at))
+                      (team, task_id, subject, description, at, at))
             if blockers:
                 with c.cursor() as cur:
                     cur.executemany("INSERT INTO task_deps (team, task, blocker) VALUES (%s, %s, %s)",
                                     [(team, task_id, b) for b in blockers])
-        return TaskRecord(team, task_id, clean(subject), clean(description), blocked_by=blockers, created_at=at,
+        return TaskRecord(team, task_id, subject, description, blocked_by=blockers, created_at=at,
                           updated_at=at)
 
     # -- the mailbox ----------------------------------------------------------------------------
@@ -118,13 +119,13 @@ class PostgresTeamStore(SQLTeamStore):
              kind: str = "message") -> list[MailRecord]:
         if isinstance(recipients, str):
             raise TeamError("recipients is a list of names; wrap a single name in a list")
-        to = list(dict.fromkeys(recipients))
+        to, text = list(dict.fromkeys(recipients)), self._clean(text)
         with self._tx("sending team mail") as c:
             self._has_team(c, team, lock=True)  # one sender at a time per team: seq stays max + 1
             self._party(c, team, sender, *to)
             row = c.execute("SELECT coalesce(max(seq), 0) + 1 FROM team_mail WHERE team = %s", (team,)).fetchone()
             first = int(row[0]) if row else 1
-            out = [MailRecord(team, first + i, sender, r, clean(text), at, kind) for i, r in enumerate(to)]
+            out = [MailRecord(team, first + i, sender, r, text, at, kind) for i, r in enumerate(to)]
             if out:
                 with c.cursor() as cur:
                     cur.executemany(f"INSERT INTO team_mail ({MAIL_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, 0)",

@@ -108,6 +108,7 @@ class SQLiteTeamStore(SQLTeamStore):
     def create_task(self, team: str, subject: str, description: str = "",
                     blocked_by: Sequence[int] = (), at: float = 0.0) -> TaskRecord:
         rules.check_subject(subject)
+        subject, description = self._clean(subject), self._clean(description)
         with self._tx("creating a task") as c:
             self._has_team(c, team)
             wanted = {b for b in blocked_by if isinstance(b, int) and -(2**63) <= b < 2**63}  # (else: none such)
@@ -127,7 +128,7 @@ class SQLiteTeamStore(SQLTeamStore):
              kind: str = "message") -> list[MailRecord]:
         if isinstance(recipients, str):
             raise TeamError("recipients is a list of names; wrap a single name in a list")
-        to = list(dict.fromkeys(recipients))
+        to, text = list(dict.fromkeys(recipients)), self._clean(text)
         with self._tx("sending team mail") as c:
             self._party(c, team, sender, *to)
             first = c.execute("SELECT coalesce(max(seq), 0) + 1 FROM team_mail WHERE team = ?", (team,)).fetchone()[0]
