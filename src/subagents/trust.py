@@ -38,8 +38,8 @@ from .authority.names import canonical_mode
 from .config_keys import KEYS
 from .exceptions import ConfigError
 
-__all__ = ["TRUST_FILE", "WHEN", "add_trusted", "is_trusted", "mcp_json_ignored", "needs_trust", "remove_trusted",
-           "shadows_price", "trusted_projects", "untrusted_note"]
+__all__ = ["SETTINGS_ENTRIES", "TRUST_FILE", "WHEN", "add_trusted", "is_trusted", "mcp_json_ignored", "needs_trust",
+           "projects_within", "remove_trusted", "shadows_price", "trusted_projects", "trusted_within", "untrusted_note"]
 
 TRUST_FILE = "trusted-projects"
 """The file in the user's config directory that lists the trusted project directories."""
@@ -228,3 +228,59 @@ def untrusted_note(project: Path, ignored: Mapping[str, str]) -> str:
     return (f"the project {project} is not trusted, so these of its settings were ignored ({shown}). "
             "If you have read them and trust this project, run `subagents trust` in it (or pass "
             "trust_project=True) to apply them")
+
+
+SETTINGS_ENTRIES: tuple[str, ...] = (".subagents", ".claude", ".qwen", ".mcp.json")
+"""The entries of a project directory its settings come from: ``.subagents/`` (``config.toml`` with its hooks and
+MCP servers, agent definitions, skills), ``.claude/`` and ``.qwen/`` (agent definitions, skills), ``.mcp.json``."""
+
+
+def _real(path: str, parents: dict[str, str]) -> str:
+    """``path`` with its symlinks resolved as the kernel does (as ``os.path.realpath``, but one ``open`` on Linux,
+    where ``realpath`` costs a system call per component); a path that does not exist is its parent's (resolved
+    once in ``parents``) joined with its name."""
+    o_path = getattr(os, "O_PATH", 0)
+    if not o_path:
+        return os.path.realpath(path)
+    try:
+        fd = os.open(path, o_path | os.O_CLOEXEC)
+    except OSError:
+        parent, name = os.path.split(path)
+        if parent == path or not name:
+            return os.path.realpath(path)
+        real = parents.get(parent)
+        if real is None:
+            real = parents[parent] = _real(parent, parents)
+        return os.path.normpath(os.path.join(real, name))
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # no /proc
+        return os.path.realpath(path)
+    finally:
+        os.close(fd)
+
+
+def projects_within(root: Path, entries: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The directories of ``entries`` (trusted ones) that lie below ``root`` (a resolved path), each as written
+    (normalized) and as it resolves now: :func:`is_trusted` follows symlinks, so both name it."""
+    base = str(root)
+    prefix = base if base.endswith("/") else base + "/"
+    out: dict[str, None] = {}
+    parents: dict[str, str] = {}
+    for entry in entries:
+        raw = os.path.normpath(os.fspath(entry))  # (as the kernel reads it but for ``..`` after a symlink:)
+        for p in (raw, _real(os.fspath(entry), parents)):
+            if p.startswith(prefix):
+                out[p] = None
+    return [Path(p) for p in out]
+
+
+def trusted_within(root: Path, config_dir: Path) -> list[Path]:
+    """:func:`projects_within` of the trusted directories listed in ``config_dir`` (none when the list cannot be
+    read: then no directory is trusted by it either)."""
+    try:
+        text = _read(_file(config_dir)) or ""
+    except ConfigError:
+        return []
+    lines = (os.path.expanduser(t) for ln in text.splitlines() if (t := ln.strip()) and not t.startswith("#"))
+    return projects_within(root, [p for p in lines if os.path.isabs(p)])  # (as trusted_projects, without pathlib)

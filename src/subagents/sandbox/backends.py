@@ -71,7 +71,7 @@ def probe_seatbelt() -> str:
         return "sandbox-exec (macOS Seatbelt) is not available"
     tmp = Path(tempfile.mkdtemp()).resolve()
     try:
-        profile = _seatbelt.seatbelt_profile(root=tmp, writable=True, readonly=[tmp / ".git"],
+        profile = _seatbelt.seatbelt_profile(root=tmp, writable=True, readonly=[tmp / ".git", tmp / "d" / ".mcp.json"],
                                              hidden=[tmp / "h"], temp_dir=tmp, network=False)
         done = subprocess.run([*_seatbelt.seatbelt_argv(profile), "/usr/bin/true"], capture_output=True,
                               timeout=_PROBE_TIMEOUT_S, check=False)

@@ -34,15 +34,17 @@ runner removes it after), so no file can be created in it even while the command
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
 from .workspace import Workspace
 
-__all__ = ["MASKED_DIRS", "NO_USERNS", "bwrap_argv", "find_bwrap", "missing_protected"]
+__all__ = ["MASKED_DIRS", "NO_USERNS", "bwrap_argv", "find_bwrap", "missing_protected", "protected_links",
+           "restore_link"]
 
 NO_USERNS: tuple[str, ...] = ("--unshare-user", "--disable-userns")
 """No nested user namespace for the command (bubblewrap 0.8+): less kernel surface, no way around the mounts."""
@@ -72,6 +74,14 @@ def _under(p: str, d: str) -> bool:
     return p == d or p.startswith(d if d.endswith("/") else d + "/")
 
 
+def _within(paths: Iterable[str]) -> Callable[[str], bool]:
+    """A test of whether a path is one of ``paths`` or lies beneath one: one C-level check for all of them (there
+    may be many: the settings entries of every trusted project in the workspace)."""
+    exact = frozenset(paths)
+    dirs = tuple(d if d.endswith("/") else d + "/" for d in exact)
+    return lambda p: p in exact or p.startswith(dirs)
+
+
 def _visible(p: str, root: str) -> bool:
     """Whether ``p`` is seen from inside at all (not under a masked dir, unless under the workspace)."""
     return _under(p, root) or not any(_under(p, m) for m in MASKED_DIRS)
@@ -92,21 +102,47 @@ def missing_protected(ws: Workspace, hidden: Iterable[Path] | None = None) -> li
     ``-journal``...) are left alone: the runtime itself creates them.
     """
     root = str(ws.root)
-    readonly = [str(p) for p in ws.shell_readonly]
+    readonly = _within(str(p) for p in ws.shell_readonly)
     paths = [str(p) for p in ws.shell_readonly]
     paths += [str(h) for h in (ws.hidden if hidden is None else hidden) if not str(h).endswith(_SIDE_FILES)]
-    out: list[Path] = []
+    out: dict[str, None] = {}
     for p in paths:
         if p == root or not _under(p, root) or os.path.lexists(p):
             continue
         first = p
         while os.path.dirname(first) != root and not os.path.lexists(os.path.dirname(first)):
             first = os.path.dirname(first)
-        if any(_under(os.path.dirname(first), r) for r in readonly):
+        if readonly(os.path.dirname(first)):
             continue  # inside a read-only mount: nothing can be created there anyway
-        if Path(first) not in out:
-            out.append(Path(first))
+        out[first] = None
+    return [Path(p) for p in out]
+
+
+def protected_links(ws: Workspace) -> dict[Path, str]:
+    """The protected paths in the workspace that are symlinks, and the links on the way to a trusted project
+    (``Workspace.trusted_links``), with what they say: a read-only bind lands on a
+    link's target, so a command can still replace the link itself (``rm .mcp.json``, then a file of its own);
+    the runner puts each back after the command (:func:`restore_link`)."""
+    out: dict[Path, str] = {}
+    for p in (*ws.shell_readonly, *ws.trusted_links):
+        if p != ws.root and _under(str(p), str(ws.root)) and os.path.islink(p):
+            with contextlib.suppress(OSError):
+                out[p] = os.readlink(p)
     return out
+
+
+def restore_link(path: Path, target: str) -> bool:
+    """Make ``path`` the symlink to ``target`` it was before a command; whether the command had changed it."""
+    with contextlib.suppress(OSError):
+        if os.readlink(path) == target:
+            return False
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    os.symlink(target, path)
+    return True
 
 
 def _pin_parents(root: str, paths: list[str]) -> list[str]:
@@ -124,8 +160,9 @@ def _pin_parents(root: str, paths: list[str]) -> list[str]:
             pins.add(parent)
             parent = os.path.dirname(parent)
     args: list[str] = []
+    inside = _within(paths)
     for d in sorted(pins, key=len):
-        if not any(_under(d, r) for r in paths) and os.path.isdir(d) and not os.path.islink(d):
+        if not inside(d) and os.path.isdir(d) and not os.path.islink(d):
             args += ["--bind", d, d]
     return args
 

@@ -8,7 +8,10 @@
   and the ``-wal``/``-shm`` names for the store files), so a hidden file created later stays hidden;
 - write in the workspace (unless read-only mode), the temp dir and ``/dev/null``-like devices,
   then deny writing each protected path (``subpath``: a protected path that does not exist yet
-  cannot be created either, unlike with bubblewrap);
+  cannot be created either, unlike with bubblewrap), and each directory between the workspace and
+  a protected or hidden path itself (``literal``: what it holds stays writable; it cannot be renamed,
+  removed or replaced by a symlink to a directory of the command's, whose files the rules, checked
+  on resolved paths, would not cover: bubblewrap pins these directories the same way);
 - network: ``(allow network*)`` only with ``network``; UNIX sockets outside the sandbox are
   denied with the rest (``network-outbound`` covers ``connect`` to a socket path).
 
@@ -41,6 +44,19 @@ def _filters(paths: Iterable[Path]) -> list[str]:
     return [f"(subpath {_q(p)})" for p in dict.fromkeys(paths)]
 
 
+def _parents(root: Path, paths: Iterable[Path]) -> list[str]:
+    """The directories strictly between ``root`` and each of ``paths`` that lies beneath it."""
+    base = os.fspath(root)
+    prefix = base if base.endswith("/") else base + "/"
+    out: dict[str, None] = {}
+    for p in paths:
+        d = os.path.dirname(os.fspath(p))
+        while d.startswith(prefix):
+            out[d] = None
+            d = os.path.dirname(d)
+    return sorted(out)
+
+
 def seatbelt_profile(*, root: Path, writable: bool, readonly: Iterable[Path], hidden: Iterable[Path],
                      temp_dir: Path, network: bool) -> str:
     """The ``sandbox-exec`` profile text confining a command to the workspace ``root``."""
@@ -65,9 +81,13 @@ def seatbelt_profile(*, root: Path, writable: bool, readonly: Iterable[Path], hi
     if writable:
         writes.insert(0, f"(subpath {_q(root)})")
     lines.append("(allow file-write* " + " ".join(writes) + ")")
+    readonly, hidden = list(readonly), list(hidden)
     deny_write = _filters([*readonly, *hidden])
     if deny_write:
         lines.append("(deny file-write* " + " ".join(deny_write) + ")")
+    pins = [f"(literal {_q(d)})" for d in _parents(root, [*readonly, *hidden])]
+    if writable and pins:
+        lines.append("(deny file-write* " + " ".join(pins) + ")")
     if network:
         lines.append("(allow network*)")
         lines.append("(allow system-socket)")

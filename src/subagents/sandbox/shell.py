@@ -125,6 +125,7 @@ class _Spawned:
     tag: str | None = None
     temp_dir: str | None = None
     watch: list[Path] = field(default_factory=list)
+    links: dict[Path, str] = field(default_factory=dict)  # protected symlinks, put back after the command
     notes: list[str] | None = None
 
 
@@ -229,6 +230,7 @@ class ShellSandbox:
             hidden = self._hidden()
             if writable:
                 state.watch = _bwrap.missing_protected(self.workspace, hidden)
+                state.links = _bwrap.protected_links(self.workspace)
             prefix = _bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
                                        cwd=kwargs["cwd"], flags=flags, hidden=hidden, guard=state.watch)
             env["TMPDIR"] = "/tmp"  # private to the command
@@ -335,6 +337,7 @@ class ShellSandbox:
                 kill_tagged(state.tag, state.pgid)
                 _LIVE_TAGS.pop(state.tag, None)
             state.notes = [n for n in (self._undo(p) for p in state.watch) if n]
+            state.notes += [self._undone(p, "put back") for p, to in state.links.items() if self._relink(p, to)]
         return state.notes
 
     def _undo(self, path: Path) -> str | None:
@@ -351,9 +354,19 @@ class ShellSandbox:
                 shutil.rmtree(path)
             else:
                 path.unlink()
+        return self._undone(path, "removed")
+
+    @staticmethod
+    def _relink(path: Path, target: str) -> bool:
+        try:
+            return _bwrap.restore_link(path, target)
+        except OSError:
+            return True  # (not put back: the note says the command changed it all the same)
+
+    def _undone(self, path: Path, how: str) -> str:
         rel = self.workspace.relative(path)
         return (f"the command created {rel}, which is protected (the runtime's state, version control or agent "
-                f"configuration): it was removed. No command may create or change {rel}; ask the user to do it.")
+                f"configuration): it was {how}. No command may create or change {rel}; ask the user to do it.")
 
     @staticmethod
     def _drop_temp(state: _Spawned) -> None:

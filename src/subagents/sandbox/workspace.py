@@ -4,7 +4,9 @@ One object answers "what may this agent touch" for every tool: the file tools re
 paths through it, the shell sandbox turns its lists into read-only and hidden mounts.
 
 - ``protected``: paths no agent tool may write or delete (``.subagents``, ``.git``, ``.claude``,
-  ``.qwen``, ``.mcp.json``, plus ``[sandbox] protect``, minus ``unprotect`` from the user's own config);
+  ``.qwen``, ``.mcp.json``, the same settings entries of each trusted project below the root (see
+  :meth:`Workspace._trusted_settings`), plus ``[sandbox] protect``, minus ``unprotect`` from the user's
+  own config);
 - ``hidden``: paths no agent tool may read (the run store's files, credential locations in
   ``$HOME``, the user config dir of ``subagents``, plus ``[sandbox] deny_read``);
 - ``shell_readonly``: what the shell sandbox binds read-only inside the writable workspace (the
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..exceptions import ToolError
+from ..trust import SETTINGS_ENTRIES, projects_within, trusted_within
 from . import access
 from .policy import CREDENTIAL_PATHS, DEFAULT_HIDDEN, DEFAULT_PROTECTED, SandboxPolicy
 
@@ -74,11 +77,12 @@ class Workspace:
     by :meth:`close`) and check what was actually opened (see :mod:`.access`).
     """
 
-    __slots__ = ("_fd", "_lock", "_root_id", "hidden", "home", "policy", "protected", "root", "shell_readonly")
+    __slots__ = ("_fd", "_lock", "_root_id", "hidden", "home", "policy", "protected", "root", "shell_readonly",
+                 "trusted_links", "trusted_settings")
 
     def __init__(self, root: str | os.PathLike[str], policy: SandboxPolicy | None = None, *,
-                 store_files: Iterable[str | os.PathLike[str]] = (), home: str | os.PathLike[str] | None = None
-                 ) -> None:
+                 store_files: Iterable[str | os.PathLike[str]] = (), home: str | os.PathLike[str] | None = None,
+                 trusted: Iterable[str | os.PathLike[str]] | None = None) -> None:
         self._fd: int | None = None
         self.root = Path(root).resolve()
         if not self.root.is_dir():
@@ -90,7 +94,15 @@ class Workspace:
         self.home = Path(home if home is not None else os.path.expanduser("~")).resolve()
         unprotect = {self._absolute(p) for p in self.policy.unprotect}
         protected = [self._absolute(p) for p in (*DEFAULT_PROTECTED, *self.policy.protect)]
-        self.protected: tuple[Path, ...] = tuple(dict.fromkeys(p for p in protected if p not in unprotect))
+        dirs = trusted_within(self.root, self._user_config_dir()) if trusted is None else projects_within(
+            self.root, trusted)  # (the trusted list is read once, here: bash calls use what it left below the root)
+        settings, links = self._trusted_settings(dirs)
+        self.trusted_settings: tuple[Path, ...] = tuple(dict.fromkeys(settings))
+        self.trusted_links: tuple[Path, ...] = tuple(dict.fromkeys(links))
+        protected += self.trusted_settings
+        protected = [p for p in protected if p not in unprotect]
+        protected += self._link_targets(protected)
+        self.protected: tuple[Path, ...] = tuple(dict.fromkeys(protected))
         git = self.root / ".git"
         if self.policy.allow_git and git in self.protected:
             # what can make git run code or reach elsewhere stays read-only: hooks, configs, submodules' gitdirs
@@ -103,6 +115,38 @@ class Workspace:
         hidden.append(self._user_config_dir())
         self.hidden: tuple[Path, ...] = tuple(dict.fromkeys(hidden))
         self.add_hidden(store_files)
+
+    def _trusted_settings(self, dirs: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+        """``(settings, links)`` of the trusted projects ``dirs`` below the root.  ``settings``: their
+        :data:`~subagents.trust.SETTINGS_ENTRIES`; where the way to one is missing (or a file), its first missing
+        component, whole: an agent that made it a directory with settings in it, or a link to a directory of its
+        own, would get them applied as trusted by the next run there.  ``links``: the symlinks on the way to one
+        (a list written by hand): the way on is left to the path it resolves to (``dirs`` has both), and the shell
+        runner puts a link a command replaced back (a read-only bind would land on its target, not the link)."""
+        settings: list[Path] = []
+        links: list[Path] = []
+        for d in dirs:
+            cur = self.root
+            for name in d.relative_to(self.root).parts:
+                cur = cur / name
+                if cur.is_symlink():
+                    links.append(cur)
+                    break
+                if not cur.is_dir():
+                    settings.append(cur)
+                    break
+            else:
+                settings += [cur / name for name in SETTINGS_ENTRIES]
+        return settings, links
+
+    def _link_targets(self, paths: Iterable[Path]) -> list[Path]:
+        """Where the protected paths that are symlinks lead inside the workspace (``.mcp.json`` kept as a link to
+        a shared file): the shell's sandboxes check what a write reaches, not the name it went through."""
+        out = []
+        for p in paths:
+            if os.path.islink(p) and (real := Path(os.path.realpath(p))) != self.root and self.root in real.parents:
+                out.append(real)
+        return out
 
     def _user_config_dir(self) -> Path:
         base = os.environ.get("XDG_CONFIG_HOME") or str(self.home / ".config")
@@ -136,6 +180,13 @@ class Workspace:
     def check_write(self, real: Path | str, raw: str) -> None:
         """Raise :class:`ToolError` if an agent may not write or delete ``real``."""
         hit = _under(real, self.protected)
+        if hit is not None and hit in self.trusted_settings:
+            what = ("holds (or could hold) the settings of a trusted project" if hit.name in SETTINGS_ENTRIES else
+                    "is on the way to a trusted project directory that does not exist (settings put there would be "
+                    "trusted)")
+            raise ToolError(
+                f"{raw!r} is inside {self.relative(hit)}, which {what}: the next run there would apply them, so no "
+                "agent tool may write or delete it, in any permission mode. Write somewhere else, or ask the user.")
         if hit is not None:
             raise ToolError(
                 f"{raw!r} is inside {self.relative(hit)}, which holds the runtime's own state or version "
