@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from owner_ids import TEST_OWNER_KEY
+from subagents import owner_key
+
 _BLOCKED = "http://127.0.0.1:9/"  # discard port: any accidental provider call fails at once
 
 
@@ -21,6 +24,9 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("HOME", str(home))
+    # the owner key a test's runtimes make is one the suite knows: the owner ids tests write by hand, tagged with
+    # it (tests/owner_ids.py), are this user's (tests/security/test_shipped_store.py makes random ones)
+    monkeypatch.setattr(owner_key, "_new_secret", lambda: TEST_OWNER_KEY)
 
 
 @pytest.fixture

@@ -264,3 +264,14 @@ def test_cli_trust_shows_an_escape_sequence_in_a_directory_name_not_sends_it(
     main(["trust", "--cwd", str(odd)])
     main(["trust", "--list"])
     assert "\x1b" not in capsys.readouterr().out
+
+
+def test_a_relative_xdg_config_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a relative value made the trust list a file of the current directory: a cloned project could ship
+    # subagents/trusted-projects naming itself
+    monkeypatch.chdir(tmp_path)
+    assert user_config_dir({"XDG_CONFIG_HOME": "."}) == Path.home() / ".config" / "subagents"
+
+
+def test_an_absolute_xdg_config_home_is_used(tmp_path: Path) -> None:
+    assert user_config_dir({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "subagents"

@@ -59,9 +59,10 @@ def _d(dotted: str) -> Any:
 
 
 def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CONFIG_HOME/subagents`` (default ``~/.config/subagents``)."""
-    environ = os.environ if env is None else env
-    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    """``$XDG_CONFIG_HOME/subagents`` (default ``~/.config/subagents``; a relative value is ignored, as the XDG spec
+    says: the trust list would be a file of the current directory, which a project could ship)."""
+    base = (os.environ if env is None else env).get("XDG_CONFIG_HOME", "")
+    base = base if os.path.isabs(base) else str(Path.home() / ".config")
     return Path(base) / "subagents"
 
 

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from owner_ids import mine
 from subagents.cli.main import main
 from subagents.messages import Message
 from subagents.models import FunctionModel
 from subagents.store import RunRecord
 from subagents.store.sqlite import SQLiteStore
 
-DEAD = "gone-host:999999999:x"
+DEAD = mine("gone-host:999999999:x")
 ROOT = "019ab000-0000-7000-8000-0000aaaa1111"  # version 7: time first, the listed end random
 KID = "019ab000-0001-7000-8000-0000bbbb2222"
 KID2 = "019ab000-0001-7000-8000-0000bbbb3333"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from owner_ids import mine
 from subagents import Runtime
 from subagents.messages import Message
 from subagents.models import FunctionModel, ModelRequest, ModelResponse
@@ -21,7 +22,7 @@ from subagents.store import RunRecord
 from subagents.store.memory import MemoryStore
 from subagents.store.sqlite import SQLiteStore
 
-DEAD = "elsewhere:424242:0123456789abcdef"  # no lease: orphaned
+DEAD = mine("elsewhere:424242:0123456789abcdef")  # no lease: orphaned
 
 
 def orphan(run_id: str) -> RunRecord:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from owner_ids import mine
 from subagents import Runtime
 from subagents.messages import Message
 from subagents.models import FunctionModel, ModelRequest, ModelResponse
@@ -39,8 +40,8 @@ def rt_for(db: Path, fn: object, store: SQLiteStore | None = None) -> Runtime:
 @pytest.mark.timeout(20)
 async def test_a_live_pid_with_an_expired_lease_is_orphaned_and_recovered(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
-    me = f"{HOST}:{os.getpid()}:0123456789abcdef"   # this very process: its PID is alive
-    init = f"{HOST}:1:fedcba9876543210"              # PID 1, alive in every container
+    me = mine(f"{HOST}:{os.getpid()}:0123456789abcdef")   # this very process: its PID is alive
+    init = mine(f"{HOST}:1:fedcba9876543210")              # PID 1, alive in every container
     s = SQLiteStore(db)
     try:
         for rid, owner in (("mine-before", me), ("pid1", init)):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from owner_ids import mine
 from subagents import Runtime, SpawnError, Status
 from subagents.config import load_settings
 from subagents.exceptions import ConfigError
@@ -240,7 +241,7 @@ def test_a_bad_value_is_a_clear_error(workdir: Path, monkeypatch: pytest.MonkeyP
         load_settings(workdir, env={"SUBAGENTS_WHEN_FULL": "later"})
 
 
-DEAD = "vm-that-is-gone:999999999:deadbeef"
+DEAD = mine("vm-that-is-gone:999999999:deadbeef")
 
 
 async def test_restored_background_runs_beyond_max_threads_queue(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from owner_ids import TEST_OWNER_KEY
+
 from .kit import kill_tagged, marker, populate_workspace, snapshot
 
 CREDENTIALS = {
@@ -67,6 +69,12 @@ def home() -> Home:
     user_config.parent.mkdir(parents=True, exist_ok=True)
     secrets[str(user_config.relative_to(root))] = m = marker("USERCFG")
     user_config.write_text(f"# the user's own subagents settings: {m}\n")
+    # the owner key (owner_key.py) as the runtime makes it when it first opens a SQLite store: made here, so a
+    # snapshot taken before a run already holds it, and a secret no agent may read (it would let one forge owners)
+    key = user_config.parent / "owner-key"
+    key.write_text(TEST_OWNER_KEY.hex() + "\n")
+    key.chmod(0o600)
+    secrets[str(key.relative_to(root))] = TEST_OWNER_KEY.hex()
     return Home(root, secrets, user_config)
 
 

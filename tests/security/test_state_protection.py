@@ -271,7 +271,8 @@ async def test_user_config_cannot_be_written_when_the_workspace_is_home(exists: 
         shutil.rmtree(user_dir)
     ws = populate_workspace(home.root)
     rel = user_dir.relative_to(ws).as_posix()
-    before = _files(snapshot(user_dir))
+    own_key = lambda rel: rel == "owner-key"  # noqa: E731  (the runtime's own, made as it opens its store)
+    before = _files(snapshot(user_dir, skip=own_key))
     mode = load_settings(ws).sandbox_mode
     loosened = '[sandbox]\nmode = "off"\nunprotect = [".git", ".subagents"]\n'
     a = await attack(ws, [
@@ -280,7 +281,7 @@ async def test_user_config_cannot_be_written_when_the_workspace_is_home(exists: 
            f"printf -- '{EVIL_AGENT}' > {rel}/agents/evil.md"),
     ])
     a.assert_completed()
-    assert _files(snapshot(user_dir)) == before, f"the user config dir changed:\n{a.transcript()}"
+    assert _files(snapshot(user_dir, skip=own_key)) == before, f"the user config dir changed:\n{a.transcript()}"
     assert load_settings(ws).sandbox_mode == mode, "the next runtime would run unconfined"
     assert "evil" not in load_definitions(ws).names(), "the next runtime would load the agent's own agent type"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from owner_ids import mine
 from subagents import Runtime
 from subagents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
@@ -11,7 +12,7 @@ from subagents.runtime.recovery import INTERRUPTED_RUN, INTERRUPTED_TOOL
 from subagents.store import AnnouncementRecord, RunRecord
 from subagents.store.sqlite import SQLiteStore
 
-DEAD = "vm-that-is-gone:999999999:deadbeef"  # no such pid: the owner is dead
+DEAD = mine("vm-that-is-gone:999999999:deadbeef")  # no such pid: the owner is dead
 
 
 def seed(path: Path, records: list[RunRecord], transcripts: dict[str, list[Message]],

@@ -6,7 +6,10 @@ When a :class:`~subagents.Runtime` first runs or spawns (or enters ``async with`
 1. Find the runs that are not final and whose owner is gone: its lease (see
    :mod:`subagents.store._lease`) is absent or expired, or its process is provably gone (same machine:
    that PID is dead, or is another process now).  Runs of a runtime whose lease is renewed are never
-   touched, whatever PIDs say.
+   touched, whatever PIDs say.  Of a SQLite store (a file: it may come with a cloned project), only the
+   runs this user's runtimes started (:func:`subagents.owner_key.owned_by_this_user`) are taken over;
+   the others stay as they are, never run unasked, and are named in one
+   :class:`~subagents.owner_key.ForeignRunsWarning` (:func:`foreign_runs`).
 2. ``on_restart="resume"`` (default): re-create each run's agent from its record and transcript
    and start it again.  A tool call the model made but whose result was never recorded is
    answered with an ``is_error`` tool result saying it was interrupted — it is **not** re-run,
@@ -28,6 +31,7 @@ Afterwards no record is ``running`` without a live task behind it.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -36,6 +40,7 @@ from ..authority.names import MODES
 from ..authority.permissions import mode_rank
 from ..exceptions import DefinitionError, SpawnError, UserError
 from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
+from ..owner_key import ForeignRunsWarning, foreign_runs_note, owned_by_this_user, owner_key
 from ..store._lease import process_gone
 from ..store.base import AnnouncementRecord, RunRecord, Store
 from ..tools.todo import todos_from_transcript
@@ -52,8 +57,8 @@ from .structured import restore as restore_output
 if TYPE_CHECKING:
     from .manager import AgentManager
 
-__all__ = ["INTERRUPTED_TOOL", "RestoreReport", "adopt_children", "adopt_tree", "is_orphaned", "record_result",
-           "restore"]
+__all__ = ["INTERRUPTED_TOOL", "RestoreReport", "adopt_children", "adopt_tree", "foreign_runs", "is_orphaned",
+           "record_result", "restore"]
 
 INTERRUPTED_TOOL = (
     "interrupted: the process running this tool stopped (a crash or restart) before the tool returned, "
@@ -70,6 +75,7 @@ class RestoreReport:
     adopted: list[str] = field(default_factory=list)       # every node re-created (final ones included)
     announcements: list[str] = field(default_factory=list)  # undelivered announcements handed to parents
     failed: dict[str, str] = field(default_factory=dict)    # run id -> why it could not be re-created
+    foreign: list[str] = field(default_factory=list)        # orphaned runs left alone: not this user's (warned)
 
 
 def record_result(rec: RunRecord) -> RunResult:
@@ -129,7 +135,7 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
     mgr.nodes[node.id] = node
     if parent is not None and node.id not in parent.children:
         parent.children.append(node.id)
-    if not rec.is_final:
+    if not rec.is_final and _takes_over(mgr.store, rec.owner):  # (never another user's: see foreign_runs)
         mgr.store.update_run(rec.run_id, {"owner": mgr.store.owner})
     return node
 
@@ -261,6 +267,8 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
     open_runs = [r for status in (str(Status.PENDING_INIT), str(Status.RUNNING))
                  for r in store.list_runs(include_archived=True, status=status)
                  if r.run_id not in mgr.nodes and is_orphaned(store, r, now)]
+    open_runs, foreign = foreign_runs(store, open_runs)
+    report.foreign = [r.run_id for r in foreign]
     open_runs.sort(key=lambda r: r.created_at)
     # take them over atomically: a runtime restoring at the same moment gets the others, never the same
     claimed = store.claim_runs({r.run_id: r.owner for r in open_runs})
@@ -272,7 +280,9 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
         store.flush()
         open_runs = []
     open_ids = {r.run_id for r in open_runs}
-    needed = _with_ancestors(store, [*open_runs, *_parents_with_pending(store, now)])
+    # an unfinished run not taken over here is never re-created: adopt() would make it this runtime's (unstarted)
+    needed = [r for r in _with_ancestors(store, [*open_runs, *_parents_with_pending(store, now)])
+              if r.is_final or r.run_id in open_ids]
     by_id = _adopt_records(mgr, needed, open_ids, now, report)
     for r in open_runs:  # a run whose tree could not be re-created (its parent record is gone)
         if r.run_id not in by_id and r.run_id not in report.failed:
@@ -291,6 +301,36 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
     if mgr.teams is not None:  # teammates whose runs stay ended: idle (resumable), not "working" (team_roles.py)
         mgr.teams.after_restore()
     return report
+
+
+def _checks_owners(store: Store) -> bool:
+    """Whether recovery takes over only this user's runs of ``store``: a SQLite store's, a file that may have come
+    with the project.  (A PostgreSQL store is a server the deployment set up, shared by its processes — other users,
+    other machines — whose runs must be recovered; a memory store's runs are this process's.)"""
+    return str(getattr(store, "url", "")).startswith("sqlite:")
+
+
+def _takes_over(store: Store, owner: str) -> bool:
+    """Whether this runtime may make the runs of ``owner`` its own unasked (of a SQLite store: only this user's)."""
+    return owner == store.owner or not _checks_owners(store) or owned_by_this_user(owner)
+
+
+def foreign_runs(store: Store, orphans: list[RunRecord]) -> tuple[list[RunRecord], list[RunRecord]]:
+    """``orphans`` split into those recovery may take over and those this user's runtimes did not start (a
+    shipped store's, another user's; warned about here, with a key that cannot be used, in one warning)."""
+    if not _checks_owners(store):
+        return orphans, []
+    mine: list[RunRecord] = []
+    others: list[RunRecord] = []
+    for r in orphans:
+        (mine if _takes_over(store, r.owner) else others).append(r)
+    problem = owner_key().problem
+    if others or problem:
+        others.sort(key=lambda r: r.created_at)
+        where = str(getattr(store, "path", None) or getattr(store, "url", ""))
+        warnings.warn(ForeignRunsWarning(foreign_runs_note(where, [(r.nickname, r.run_id) for r in others],
+                                                           problem)), stacklevel=2)
+    return mine, others
 
 
 def _parents_with_pending(store: Store, now: float) -> list[RunRecord]:

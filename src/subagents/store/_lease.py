@@ -1,7 +1,8 @@
 """Owner leases: how a runtime says "these runs are mine, and I am alive" in a shared store.
 
-Every store instance has an owner id (:func:`new_owner_id`): ``<host>:<pid>:<random token>`` — the
-token makes it unique per instance, never reused as a PID is.  A store that owns runs holds a
+Every store instance has an owner id (:func:`new_owner_id`): ``<host>:<pid>:<random token>:<tag>`` — the
+token makes it unique per instance, never reused as a PID is; the tag (:mod:`subagents.owner_key`) says which
+user's runtime wrote it, so that restart recovery takes over only this user's runs.  A store that owns runs holds a
 **lease** on them: a row ``(owner, renewed at, expires at, process)`` that its writer renews every
 ``renew_s`` (default :data:`RENEW_S`) for ``lease_s`` more seconds (default :data:`LEASE_S`) and
 deletes on a clean close.  A run whose owner has no lease, or an expired one, is orphaned.
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..owner_key import tag_owner
 from ._support import store_error
 
 __all__ = ["LEASE_S", "RENEW_S", "Lease", "claim_runs", "new_owner_id", "process_gone", "process_identity"]
@@ -44,9 +46,12 @@ class Lease:
     process: str = ""  # process_identity() of the owner ("" when unknown)
 
 
-def new_owner_id() -> str:
-    """``<host>:<pid>:<token>``: identifies one store instance (the token is random, 64 bits)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:16]}"
+def new_owner_id(*, tagged: bool = True) -> str:
+    """``<host>:<pid>:<token>:<tag>``: identifies one store instance (the token is random, 64 bits) and this user
+    (the tag: :func:`subagents.owner_key.tag_owner`; none when the user has no usable owner key, or ``tagged`` is
+    false: a store whose runs never outlive the process, or that only reads, needs none — and makes no key)."""
+    base = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:16]}"
+    return tag_owner(base) if tagged else base
 
 
 def _read(path: str) -> str | None:

@@ -120,7 +120,7 @@ class SQLiteReader(SqlReads):
     def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
-        self.owner = new_owner_id()  # (owns no run: every run is someone else's)
+        self.owner = new_owner_id(tagged=False)  # (owns no run: every run is someone else's)
         self.schema_version = 0
         self._timeout = timeout
         self._lock = threading.Lock()

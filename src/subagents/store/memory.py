@@ -69,7 +69,7 @@ class MemoryStore:
         # announcements as tuples of their fields (plain values: the collector does not track them)
         self.announcements: dict[str, _Ann] = {}
         self._anns_of: dict[str, tuple[str, ...]] = {}  # child id -> ids of its announcements
-        self.owner = new_owner_id()
+        self.owner = new_owner_id(tagged=False)  # (a memory store's runs never outlive the process: no key needed)
         self.leases: dict[str, Lease] = {}
         self.requests: list[Request] = []
         self.audit: dict[str, list[AuditRecord]] = {}
