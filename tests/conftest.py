@@ -17,7 +17,8 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SUBAGENTS_MODEL", "SUBAGENTS_MAX_THREADS",
                 "SUBAGENTS_MAX_DEPTH", "SUBAGENTS_STORE", "ANTHROPIC_AUTH_TOKEN", "SUBAGENTS_WHEN_FULL",
                 "SUBAGENTS_ENGINE", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                "OTEL_SDK_DISABLED", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "OTEL_SERVICE_NAME"):
+                "OTEL_SDK_DISABLED", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "OTEL_SERVICE_NAME",
+                "SUBAGENTS_SERVE_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", _BLOCKED)
     monkeypatch.setenv("OPENAI_BASE_URL", _BLOCKED)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,8 @@ MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[
               help="An agent definition file (Markdown with YAML front matter) or a directory of them, offered "
                    "as agent types besides the project's (repeatable).")
 @click.option("--http", "http_port", type=click.IntRange(min=0, max=65535), metavar="PORT",
-              help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp; 0 picks a free port) instead of stdio.")
+              help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp; 0 picks a free port) instead of stdio; with "
+                   "SUBAGENTS_SERVE_TOKEN set, requests must carry 'Authorization: Bearer <its value>'.")
 @click.option("--permission-mode", type=click.Choice(MODE_CHOICES), default=None,
               help="default: edits and commands are refused (nobody can approve them here) unless a rule allows "
                    "them; plan: change nothing; autoEdit: edits allowed; yolo: everything allowed.")
@@ -63,6 +65,7 @@ def serve(ctx: click.Context, model_name: str | None, store: str | None, agent_p
         from ..serve import ServeOptions
         from ..serve import serve as serve_async
         from ..serve.modelref import is_import_path, load_model_ref
+        from ..serve.server import TOKEN_ENV
     except ImportError as e:
         raise UserError(f"subagents serve needs the MCP SDK ({e}); install it with pip install 'subagents[mcp]'"
                         ) from None
@@ -75,14 +78,14 @@ def serve(ctx: click.Context, model_name: str | None, store: str | None, agent_p
     settings = load_settings(cwd, overrides={"model_default": named, "permission_mode": permission_mode,
                                              "sandbox_mode": sandbox_mode, "max_threads": max_threads,
                                              "max_depth": max_depth})
-    model: Any = given if given is not None and named is None else settings.model_default
-    if model is None:
-        raise ConfigError(NO_MODEL_HELP)
-    if isinstance(model, str):
-        if is_import_path(model):
-            model = load_model_ref(model)
-        else:
-            check_model(model, settings.providers)  # malformed, no SDK, no key: exit 2 before serving
+    model: Any = given
+    if given is None or named is not None:  # provider:model, from --model or the settings: never imported (a
+        model = settings.model_default  # project's config naming a module of its own would run its code)
+        if model is None:
+            raise ConfigError(NO_MODEL_HELP)
+        check_model(model, settings.providers)  # malformed, no SDK, no key: exit 2 before serving
+    elif isinstance(given, str):  # --model module.path:attribute
+        model = load_model_ref(given)
     if settings.approval_timeout_s is None:
         settings.approval_timeout_s = 0.0  # nobody to ask: refuse at once (the refusal says how to allow)
     agents = _definitions(agent_paths)
@@ -91,7 +94,8 @@ def serve(ctx: click.Context, model_name: str | None, store: str | None, agent_p
         rt = Runtime(model, workdir=cwd, settings=settings, store=store, allow=allow, deny=deny, agents=agents)
     if rt.sandbox_warning:
         click.echo(f"warning: {rt.sandbox_warning}", err=True)
-    asyncio.run(serve_async(rt, ServeOptions(http_port=http_port)))
+    token = os.environ.get(TOKEN_ENV) or None  # (not an option: a command line is visible to every local user)
+    asyncio.run(serve_async(rt, ServeOptions(http_port=http_port, token=token)))
     return 0
 
 

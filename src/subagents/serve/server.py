@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import signal
 import socket
 import sys
@@ -19,12 +20,16 @@ from dataclasses import dataclass, field
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from sse_starlette.sse import AppStatus
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..exceptions import UserError
+from ..exceptions import SubagentsError, UserError
 from ..runtime.runtime import Runtime
 from .service import AgentService
+from .stdio import run_stdio
 
-__all__ = ["INSTRUCTIONS", "ServeOptions", "build_server", "serve"]
+__all__ = ["INSTRUCTIONS", "TOKEN_ENV", "ServeOptions", "build_server", "serve"]
 
 INSTRUCTIONS = """\
 subagents runs LLM agents for you. spawn_agent hands one task to an agent with a fresh conversation \
@@ -33,8 +38,10 @@ answer; with background=true it returns an id at once and the agent keeps runnin
 with wait (or result), steer it with send_input, stop it with close_agent, give a finished one more work \
 with resume_agent. list_agents and status show where they stand."""
 
+DISCONNECTED = "the MCP client disconnected"
 HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
+TOKEN_ENV = "SUBAGENTS_SERVE_TOKEN"
 
 
 @dataclass(slots=True)
@@ -44,6 +51,8 @@ class ServeOptions:
     http_port: int | None = None
     say: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr, flush=True))
     """Where the server tells where it listens (stderr: stdout carries the stdio protocol)."""
+    token: str | None = None
+    """HTTP: every request must carry ``Authorization: Bearer <token>`` (the port is open to every local user)."""
 
 
 def build_server(rt: Runtime) -> MCPServer:
@@ -62,22 +71,23 @@ async def serve(rt: Runtime, options: ServeOptions) -> None:
     assert task is not None
     http: list[_Uvicorn] = []
     stopped: list[str] = []
+    ending: list[asyncio.Future[None]] = []
 
     def stop(sig: signal.Signals) -> None:
         if stopped:
             return
         stopped.append(sig.name)
         rt.interrupting(sig.name)
-        if http:  # finish the requests in flight, then return from serve()
-            http[0].should_exit = True
-        else:  # stdio: the reader blocks on stdin, so the serving task is cancelled
+        if http:  # close the agents: foreground calls answer (interrupted); then the server stops
+            ending.append(asyncio.ensure_future(_end_http(rt, http[0], sig)))
+        else:  # stdio: the serving task is cancelled, its stdin reader with it (see stdio.py)
             task.cancel()
 
     async with rt:
         with _signals(stop):
             try:
-                if options.http_port is None:
-                    await server.run_stdio_async()
+                if options.http_port is None:  # the client leaving ends it: its agents are interrupted, not cancelled
+                    await run_stdio(server, on_eof=lambda: None if stopped else rt.interrupting(DISCONNECTED))
                 else:
                     await _serve_http(server, options, http)
             except asyncio.CancelledError:
@@ -85,7 +95,7 @@ async def serve(rt: Runtime, options: ServeOptions) -> None:
                     raise
                 task.uncancel()
             if not stopped:  # the client left: agents still running are recorded as interrupted, resumable
-                rt.interrupting("the MCP client disconnected")
+                rt.interrupting(DISCONNECTED)
 
 
 async def _serve_http(server: MCPServer, options: ServeOptions, holder: list[_Uvicorn]) -> None:
@@ -93,16 +103,52 @@ async def _serve_http(server: MCPServer, options: ServeOptions, holder: list[_Uv
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((HOST, options.http_port or 0))
+        sock.listen(2048)  # now, not when uvicorn is up: a client told the address below may connect at once
     except OSError as e:
         sock.close()
         raise UserError(f"cannot listen on {HOST}:{options.http_port} ({e.strerror or e}); pick another port "
                         "with --http PORT (0 picks a free one)") from None
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=HOST)
+    # the SDK's app refuses a foreign Host or Origin header (a web page cannot use it); any local process could
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=MCP_PATH, host=HOST)
+    if options.token:
+        app = _Bearer(app, options.token)
     holder.append(_Uvicorn(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5, lifespan="on")))
     port = sock.getsockname()[1]
     options.say(f"subagents serve: MCP over streamable HTTP at http://{HOST}:{port}{MCP_PATH}")
-    with sock:
-        await holder[0].serve(sockets=[sock])
+    try:
+        with sock:
+            await holder[0].serve(sockets=[sock])
+    finally:
+        AppStatus.should_exit = False  # set by handle_exit() for the whole process: a later server's streams live
+
+
+async def _end_http(rt: Runtime, server: _Uvicorn, sig: signal.Signals) -> None:
+    """Close the running agents (a foreground call answers with its interrupted result), then stop ``server`` as
+    uvicorn's own signal handler does, which also ends the clients' open event streams (else awaited for 5 s)."""
+    try:
+        for agent in rt.agents():
+            if agent.parent_id is None and not agent.status.is_final():
+                with contextlib.suppress(SubagentsError):  # it ended meanwhile
+                    await rt.close(agent.id)
+    finally:
+        server.handle_exit(sig, None)
+
+
+class _Bearer:
+    """The HTTP requests without ``Authorization: Bearer <token>`` are refused (401)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+        if scope["type"] == "http" and not hmac.compare_digest(given, self.expected):
+            refusal = PlainTextResponse(f"missing or wrong bearer token: send the header 'Authorization: Bearer "
+                                        f"<the value of {TOKEN_ENV}>'", 401, headers={"WWW-Authenticate": "Bearer"})
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class _Uvicorn(uvicorn.Server):

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, ParamSpec
 
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
@@ -58,7 +59,14 @@ class AgentService:
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.spawned: list[str] = []  # the root agents this client started, oldest first
+        # the root agents each client started, oldest first, by its MCP session id (stdio has one client: "")
+        self.spawned: dict[str, list[str]] = {}
+
+    def _mine(self, ctx: Context[Any, Any] | None) -> list[str]:
+        """The root agents the client making this call started (its HTTP session's: the transport sent the call
+        to the session its ``mcp-session-id`` names)."""
+        headers = ctx.headers if ctx is not None else None
+        return self.spawned.setdefault((headers or {}).get("mcp-session-id", ""), [])
 
     @property
     def _cap(self) -> int:
@@ -119,6 +127,7 @@ class AgentService:
                                                                  "turns.")] = None,
         timeout_s: Annotated[float | None, Field(gt=0, description="Stop the agent after this many "
                                                                    "seconds.")] = None,
+        ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, SpawnOut]:
         """Start an agent with a fresh conversation to do one task (it may spawn sub-agents of its own).
 
@@ -136,7 +145,7 @@ class AgentService:
         limits = Limits(max_turns=max_turns, timeout_s=timeout_s) if max_turns or timeout_s else None
         h = await self.rt.spawn(prompt, agent_type, background=background, label=description or None,
                                 limits=limits, model=model)
-        self.spawned.append(h.id)
+        self._mine(ctx).append(h.id)
         if not background:  # as the model's foreground spawn: a cancelled call closes the agent
             return self._finished(h.id, await self.rt.manager.wait_one(self.rt.manager.tree.require(h.id)), h.queued)
         state = "queued" if h.queued else "running"
@@ -182,9 +191,10 @@ class AgentService:
                                                                    "under your client's tool timeout.")] = None,
         return_when: Annotated[Literal["all", "any"], Field(description="'all' (default), or 'any' to return "
                                                                         "as soon as one finishes.")] = "all",
+        ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, WaitOut]:
         """Wait for agents to finish and collect their results (no polling needed)."""
-        ids = list(dict.fromkeys(self._resolve(a) for a in agent_ids)) if agent_ids else list(self.spawned)
+        ids = list(dict.fromkeys(self._resolve(a) for a in agent_ids)) if agent_ids else list(self._mine(ctx))
         if not ids:
             return _reply("you have started no agents to wait for; start one with spawn_agent",
                           WaitOut(results=[], running=[], timed_out=False))
@@ -256,12 +266,15 @@ class AgentService:
         message: Annotated[str, Field(description="The new instructions.")],
         background: Annotated[bool, Field(description="Return at once; collect the result later with "
                                                       "wait.")] = False,
+        ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, SpawnOut]:
         """Give a finished (completed, errored or closed) agent more work; it keeps its whole conversation."""
         aid = self._resolve(agent_id)
+        if self.rt.manager.find(aid) is None and (rec := self._record(aid)) is not None and not rec.is_final:
+            raise ToolError(self._not_here(aid, "resume it"))  # (still running, in another process)
         h = await self.rt.resume(aid, message)
-        if h.id not in self.spawned:
-            self.spawned.append(h.id)
+        if h.id not in (mine := self._mine(ctx)):
+            mine.append(h.id)
         if not background:
             return self._finished(h.id, (await self.rt.wait([h.id]))[h.id])
         return _reply(f"resumed {h.nickname} (id {h.id}) in the background; collect its result with wait",
