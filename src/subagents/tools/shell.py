@@ -23,6 +23,7 @@ result.  Output is capped at :data:`OUTPUT_CAP` characters, keeping the head and
 from __future__ import annotations
 
 import asyncio
+import errno
 import math
 import os
 import signal
@@ -133,6 +134,7 @@ async def bash(ctx: ToolContext, command: str,
     if timeout_s is not None and not MIN_TIMEOUT_S <= timeout_s <= MAX_TIMEOUT_S:
         raise ToolError(f"timeout_s must be from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:,} seconds, got "
                         f"{show_number(timeout_s)}.")
+    _check_command(command)
     sandbox: ShellSandbox = ctx.sandbox if ctx.sandbox is not None else default_sandbox(ctx.workspace)
     loop = asyncio.get_running_loop()
     rfd, wfd = os.pipe()
@@ -142,6 +144,12 @@ async def bash(ctx: ToolContext, command: str,
             ["/bin/bash", "-c", command], writable=ctx.shell_writable, cwd=ctx.workspace.root,
             stdin=asyncio.subprocess.DEVNULL, stdout=wfd, stderr=wfd,
         )  # fmt: skip
+    except OSError as e:
+        pipe.close()
+        if e.errno != errno.E2BIG:
+            raise
+        raise ToolError(f"the command is too long for the system to run ({len(command):,} characters): write "
+                        "the script to a file with write_file and run it with `bash FILE`.") from None
     except BaseException:
         pipe.close()
         raise
@@ -184,6 +192,18 @@ async def bash(ctx: ToolContext, command: str,
     notes = sandbox.finish(proc)
     hint = sandbox.hint(text) if code != 0 or notes else None
     return f"{text}{note}{_notes([*notes, hint] if hint else notes)}\n{_exit_line(code)}"
+
+
+def _check_command(command: str) -> None:
+    """A :class:`ToolError` for a command no process can be given (a NUL, a character with no bytes)."""
+    if "\0" in command:
+        raise ToolError("the command contains a NUL character, which no command line can hold; remove it (to "
+                        "write a NUL byte, use printf '\\0').")
+    try:
+        os.fsencode(command)
+    except UnicodeEncodeError as e:
+        raise ToolError(f"the command contains {command[e.start]!r} at position {e.start}, a character with no "
+                        "UTF-8 form (a lone surrogate); remove it.") from None
 
 
 def _notes(notes: list[str]) -> str:
