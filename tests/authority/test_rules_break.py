@@ -275,3 +275,18 @@ def test_an_allow_rule_for_another_tool_needs_every_string_argument_to_match() -
 
 def test_a_deny_rule_for_another_tool_needs_one_string_argument_to_match() -> None:
     assert parse_rule("my_tool(abc*)").matches("my_tool", {"target": "evil", "note": "abc"}, allow=False)
+
+
+@pytest.mark.parametrize(("rule", "url"), [
+    ("web_fetch(domain:münchen.de)", "http://xn--mnchen-3ya.de/"),  # the client connects both to one host
+    ("web_fetch(domain:xn--mnchen-3ya.de)", "http://münchen.de/"),
+    ("web_fetch(domain:*.münchen.de)", "http://api.xn--mnchen-3ya.de/"),
+    ("web_fetch(domain:faß.de)", "http://xn--fa-hia.de/"),
+])
+def test_a_domain_rule_matches_the_host_in_either_spelling(rule: str, url: str) -> None:
+    assert parse_rule(rule).matches("web_fetch", {"url": url}, allow=False)
+
+
+def test_a_domain_rule_still_ignores_the_rest_of_the_url() -> None:
+    assert not parse_rule("web_fetch(domain:münchen.de)").matches(
+        "web_fetch", {"url": "http://evil.com/?xn--mnchen-3ya.de"}, allow=False)

@@ -108,19 +108,50 @@ class Rule:
 
 def _domain_matches(pattern: str, url: str) -> bool:
     """Claude Code's ``WebFetch(domain:example.com)``: the URL's host is that domain (``*.example.com``: a
-    subdomain of it); the rest of the URL never counts (``https://evil.com/?example.com`` does not match)."""
-    from urllib.parse import urlsplit
-
-    try:
-        host = (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return False
+    subdomain of it); the rest of the URL never counts (``https://evil.com/?example.com`` does not match).  Both
+    are compared in their ASCII (IDNA) form, the host as the HTTP client connects to it: ``münchen.de`` and
+    ``xn--mnchen-3ya.de`` are one host, whichever spelling the rule or the model uses."""
+    host = _connect_host(url.strip())
     pattern = pattern.strip().lower().rstrip(".")
+    wild = pattern.startswith("*.")
+    pattern = _ascii_host(pattern[2:] if wild else pattern)
     if not host or not pattern:
         return False
-    if pattern.startswith("*."):
-        return host.endswith(pattern[1:])
+    if wild:
+        return host.endswith("." + pattern)
     return host == pattern
+
+
+def _connect_host(url: str) -> str:
+    """The host ``web_fetch`` (httpx) connects to for ``url``, in ASCII, lower case, no trailing dot; ``""`` when
+    there is none (a URL it cannot fetch)."""
+    try:
+        import httpx
+    except ImportError:  # (web_fetch needs httpx: without it nothing is fetched)
+        from urllib.parse import urlsplit
+
+        try:
+            return _ascii_host((urlsplit(url).hostname or "").lower().rstrip("."))
+        except ValueError:
+            return ""
+    try:
+        return httpx.URL(url).raw_host.decode("ascii", "replace").lower().rstrip(".")
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return ""
+
+
+def _ascii_host(host: str) -> str:
+    """``host`` in its IDNA (punycode) form; ``""`` when it has none (no host can match it)."""
+    if host.isascii():
+        return host
+    try:
+        import idna
+
+        return str(idna.encode(host, uts46=True).decode("ascii"))
+    except ImportError:  # (idna comes with httpx)
+        return ""
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return ""
 
 
 def parse_rule(text: str, source: str = "") -> Rule:
