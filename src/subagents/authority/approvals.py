@@ -22,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import time
+import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,7 +32,14 @@ from typing import Any, Literal
 from .._threads import call_in_thread
 from ..models.base import AgentInfo
 
-__all__ = ["ApprovalBroker", "ApprovalRequest", "Approver", "Decision"]
+__all__ = ["ApprovalBroker", "ApprovalRequest", "Approver", "Decision", "visible"]
+
+_RUN = re.compile(r"(.{1,2}?)\1{10,}", re.S)  # one or two characters repeated: padding that pushes text away
+_RUN_SHOWN = 20  # a longer run is told by its length
+_UNUSUAL = re.compile("[^ -~]")  # anything but printable ASCII: looked at one by one
+_WORD = re.compile(r"\w+")
+_LOOKALIKES = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")  # scripts with letters drawn as Latin ones
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")  # Hangul fillers: letters that show as nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +56,11 @@ class ApprovalRequest:
     always_rule: str
     created_at: float = field(default_factory=time.time)
 
-    def describe(self) -> str:
-        """One line naming the agent, its parents and the call."""
-        who = " > ".join(a.nickname for a in (*self.chain, self.agent))
-        return f"{who} [{self.agent.agent_type}] wants to run {self.tool}({_args(self.arguments)})"
+    def describe(self, limit: int = 120) -> str:
+        """One line naming the agent, its parents and the call (its arguments cut after ``limit`` characters, the
+        cut saying how many are not shown), as :func:`visible` shows text: what a person reads is what runs."""
+        who = visible(" > ".join(a.nickname for a in (*self.chain, self.agent)) + f" [{self.agent.agent_type}]")
+        return f"{who} wants to run {visible(self.tool)}({_args(self.arguments, limit)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "agent_id": self.agent.id, "nickname": self.agent.nickname,
@@ -153,9 +163,59 @@ def _is_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
+def visible(text: str, limit: int | None = None) -> str:
+    """``text`` on one line, as a person deciding on it must see it: control characters (ESC, BEL, the C1 codes,
+    newline, tab), invisible ones (zero-width, bidi overrides and isolates, variation selectors, Hangul fillers) and
+    spaces other than U+0020 are written out (``\\x1b``, ``\\u202e``), a long run of the same one or two
+    characters is told by its length (``«300 spaces»``, ``«5000 × \\n»``), and with ``limit`` the rest is cut,
+    the cut saying how much is not shown.  Letters of any script are kept as they are, but for look-alikes hiding
+    in a Latin word (:func:`_mixed`)."""
+    text = _RUN.sub(_run, text)
+    cut = f"… [{len(text) - limit} more characters not shown]" if limit is not None and len(text) > limit else ""
+    if cut:
+        text = text[:limit]
+    return ("".join(map(_char, _WORD.sub(_mixed, text))) if _UNUSUAL.search(text) else text) + cut
+
+
+def _mixed(m: re.Match[str]) -> str:
+    """A word mixing Latin letters with letters of a script drawn alike (``gіthub``, a Cyrillic ``і``): those
+    written out (``g\\u0456thub``); mathematical letters (``𝚛𝚖``) always.  A word of one script stays as it is."""
+    word = m.group()
+    if word.isascii():
+        return word
+    latin = any("a" <= c.lower() <= "z" for c in word)
+    return "".join(_written_out(c) if not c.isascii() and _lookalike(c, latin) else c for c in word)
+
+
+def _lookalike(c: str, latin: bool) -> bool:
+    name = unicodedata.name(c, "")
+    return name.startswith("MATHEMATICAL") or (latin and name.startswith(_LOOKALIKES))
+
+
+def _run(m: re.Match[str]) -> str:
+    run, unit = m.group(), m.group(1)
+    if len(run) <= _RUN_SHOWN:
+        return run
+    n = len(run) // len(unit)
+    return f"«{n} spaces»" if unit == " " else f"«{n} × {unit}»"
+
+
+def _char(c: str) -> str:
+    if " " <= c < "\x7f":
+        return c
+    if unicodedata.category(c)[0] in "CZ" or c in _INVISIBLE_LETTERS or "VARIATION SELECTOR" in unicodedata.name(c, ""):
+        return _written_out(c)
+    return c
+
+
+def _written_out(c: str) -> str:
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
 def _args(arguments: dict[str, Any], limit: int = 120) -> str:
     if set(arguments) == {"command"}:
         text = json.dumps(arguments["command"], ensure_ascii=False)
     else:
         text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return visible(text, limit)

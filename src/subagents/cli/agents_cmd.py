@@ -95,7 +95,7 @@ def list_(as_json: bool) -> int:
         _echo(f"{name:<{width}}  {d.description}")
         _echo(f"{'':<{width}}  source: {d.source}; model: {d.model}; tools: {tools}")
         for s in defs.shadowed.get(name, []):
-            click.echo(f"{'':<{width}}  shadows: {s.source}")
+            _echo(f"{'':<{width}}  shadows: {s.source}")
     return 0
 
 
@@ -111,7 +111,7 @@ def show(name: str) -> int:
         if key != "system_prompt" and value not in (None, [], ""):
             _echo(f"{key}: {value}")
     for s in defs.shadowed.get(name, []):
-        click.echo(f"shadows: {s.source}")
+        _echo(f"shadows: {s.source}")
     click.echo("")
     _echo(d.system_prompt)
     return 0

@@ -1,9 +1,11 @@
 """Approvals on a terminal: ``subagents run`` asks the person, and tells them what was refused or failed.
 
 :class:`TerminalApprover` is the runtime's approver when stdin and stderr are a terminal: the live
-view pauses, the request is shown (which agent, its parents, the call, why it asks) and one key
+view pauses, the request is shown (which agent, its parents, the call, why it asks) and one answer
 decides: ``y`` allow once, ``a`` allow for the rest of this run, ``n`` deny (then an optional reason
-for the agent).  Requests of several agents are queued by the runtime and shown one at a time.
+for the agent).  Requests of several agents are queued by the runtime and shown one at a time.  The call
+is shown as it will run (:func:`~subagents.authority.approvals.visible`: no escape code obeyed, nothing
+invisible, padding told by its length), and keys typed before the question appeared answer nothing.
 
 :class:`Notices` prints, on stderr, what a person must never miss: hook errors, calls denied because
 no one could approve them, and the warning of an unconfined shell.
@@ -12,12 +14,13 @@ no one could approve them, and the warning of an unconfined shell.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..authority.approvals import ApprovalRequest, Decision
+from ..authority.approvals import ApprovalRequest, Decision, visible
 from ..ids import short_id
 
 if TYPE_CHECKING:
@@ -27,22 +30,47 @@ if TYPE_CHECKING:
 __all__ = ["Notices", "TerminalApprover"]
 
 ReadLine = Callable[[], str]
+_ANSWERS = {"y": "y", "yes": "y", "a": "a", "always": "a", "n": "n", "no": "n"}
+"""The answers understood (a whole word: a sentence that starts with ``a`` is no "allow always")."""
+SHOWN = 2000
+"""Characters of a call's arguments (and of the rule "allow always" adds) an approval question shows; the rest is
+cut, and the cut says how many characters are not shown."""
 
 
 def _stdin_line() -> str:
     return sys.stdin.readline()
 
 
+def discard_typeahead(fd: int = 0) -> int:
+    """Drop what was typed on the terminal ``fd`` before a question was shown (a chat's next message typed while
+    the turn ran, a ``y`` pressed twice): it answers no question the person has not seen.  Returns how many bytes
+    were dropped (0 when ``fd`` is not a terminal)."""
+    try:
+        import fcntl
+        import termios
+    except ImportError:  # not a POSIX terminal
+        return 0
+    try:
+        if not os.isatty(fd):
+            return 0
+        pending = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except (OSError, ValueError, termios.error):
+        return 0
+    return pending
+
+
 class TerminalApprover:
     """Asks the person at the terminal; see the module docstring."""
 
-    __slots__ = ("out", "read_line", "view")
+    __slots__ = ("discard", "out", "read_line", "view")
 
     def __init__(self, view: LiveView | None = None, *, out: TextIO | None = None,
-                 read_line: ReadLine = _stdin_line) -> None:
+                 read_line: ReadLine = _stdin_line, discard: Callable[[], int] = discard_typeahead) -> None:
         self.view = view
         self.out = out or sys.stderr
         self.read_line = read_line
+        self.discard = discard
 
     async def __call__(self, req: ApprovalRequest) -> Decision:
         if self.view is not None:
@@ -54,22 +82,26 @@ class TerminalApprover:
                 self.view.resume()
 
     async def _ask(self, req: ApprovalRequest) -> Decision:
-        self._say(f"\n? approval needed: {req.describe()}\n"
-                  f"  why: {req.reason}\n"
-                  f"  [y] allow once   [a] allow for the rest of this run ({req.always_rule})   [n] deny")
+        offer, remembered = _always(req)
+        dropped = self.discard()
+        if dropped:
+            self._say(f"\n  ({dropped} characters typed before this question were dropped: they answer nothing)")
+        self._say(f"\n? approval needed: {req.describe(SHOWN)}\n"
+                  f"  why: {visible(req.reason, SHOWN)}\n"
+                  f"  [y] allow once   [a] {offer}   [n] deny")
         while True:
             answer = await self._read("  your choice [y/a/n]: ")
             if answer is None:
                 return Decision.deny("no answer (the terminal closed)")
-            key = answer.strip().lower()[:1]
+            key = _ANSWERS.get(answer.strip().lower())
             if key == "y":
                 return Decision.allow()
             if key == "a":
-                return Decision.allow_always()
+                return Decision.allow_always() if remembered else Decision.allow()
             if key == "n":
                 why = await self._read("  reason for the agent (optional, Enter to skip): ")
                 return Decision.deny((why or "").strip() or None)
-            self._say("  please answer y, a or n")
+            self._say("  please answer y (yes), a (always) or n (no)")
 
     def _say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -93,6 +125,22 @@ class TerminalApprover:
 
         threading.Thread(target=read, name="subagents-approval-input", daemon=True).start()
         return await fut
+
+
+def _always(req: ApprovalRequest) -> tuple[str, bool]:
+    """What ``a`` offers, and whether it adds the request's rule: only when that rule covers this very call (a
+    compound command's exact rule may not; ``a`` then allows the call once, and says so)."""
+    from ..authority.rules import parse_rule
+
+    try:
+        rule = parse_rule(req.always_rule, "approval")
+        covers = rule.matches(req.tool, req.arguments, allow=True)
+    except (ValueError, TypeError):
+        covers = False
+    if covers:
+        every = f"every {visible(req.tool)} call " if rule.specifier is None else ""
+        return f"allow {every}for the rest of this run ({visible(req.always_rule, SHOWN)})", True
+    return "allow now (this call cannot be remembered as a rule: the next one like it is asked again)", False
 
 
 class Notices:

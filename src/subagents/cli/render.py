@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from ..runtime.events import Event
     from ..runtime.result import RunResult
 
-__all__ = ["TEAM_EVENTS", "AgentRow", "JsonLines", "LiveView", "Progress", "TeamLines", "current_line", "no_color",
-           "team_line", "terminal_safe"]
+__all__ = ["TEAM_EVENTS", "AgentRow", "JsonLines", "LiveView", "Progress", "TeamLines", "current_line", "json_line",
+           "no_color", "team_line", "terminal_safe"]
 
 TEXT_KEPT = 4000  # characters of an agent's streamed text kept to find its current line
 
@@ -68,7 +68,7 @@ class JsonLines:
         if self.gone or self.stream is None:
             return
         try:
-            self.stream.write(scrub(json.dumps(obj, default=str, ensure_ascii=False)) + "\n")
+            self.stream.write(json_line(obj) + "\n")
             self.stream.flush()
         except BrokenPipeError:
             self.gone = True
@@ -82,6 +82,17 @@ class JsonLines:
 
     def result(self, result: RunResult) -> None:
         self.write({"kind": "result", **result.to_dict()})
+
+
+_C1 = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def json_line(obj: dict[str, Any]) -> str:
+    """``obj`` as one line of JSON, letters as they are; DEL, the C1 controls (``\\x9b`` is a CSI to a terminal) and
+    the line separators written as ``\\u`` escapes, as JSON already writes the other control characters: the same
+    JSON, and none of it acts on a terminal the stream may be."""
+    text = scrub(json.dumps(obj, default=str, ensure_ascii=False))
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
 
 
 def silence(stream: TextIO) -> None:
@@ -199,13 +210,14 @@ class Progress:
 class LiveView:
     """A small live-updating view of :class:`Progress` on a terminal (stderr)."""
 
-    __slots__ = ("_live", "progress", "stream", "team_lines")
+    __slots__ = ("_held", "_live", "progress", "stream", "team_lines")
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.progress = Progress()
         self.team_lines = TeamLines(self.note)
         self._live: Live | None = None
+        self._held: list[str] | None = None  # lines told while an approval prompt waits: printed after it
 
     def __enter__(self) -> LiveView:
         from rich.console import Console
@@ -230,18 +242,25 @@ class LiveView:
             self._live.update(self._renderable())
 
     def pause(self) -> None:
-        """Stop redrawing (while the person answers an approval prompt below the view)."""
+        """Stop redrawing (while the person answers an approval prompt below the view); lines told meanwhile wait
+        for the answer (another agent's line would land between the prompt and the person's answer)."""
         if self._live is not None:
             self._live.stop()
+            self._held = []
 
     def resume(self) -> None:
+        held, self._held = self._held or [], None
         if self._live is not None:
             self._live.start(refresh=True)
+        for line in held:
+            self.note(line)
 
     def note(self, line: str) -> None:
         """Print a line above the live view (hook errors, refusals)."""
         line = terminal_safe(line)
-        if self._live is not None:
+        if self._held is not None:
+            self._held.append(line)
+        elif self._live is not None:
             self._live.console.print(line, markup=False, highlight=False, soft_wrap=True)
         else:
             self.stream.write(line + "\n")

@@ -8,7 +8,7 @@ import asyncio
 
 import click
 
-from ..authority.approvals import Decision
+from ..authority.approvals import Decision, visible
 from ..exceptions import UserError
 from .common import workdir
 from .runs import _where, resolve_run, runs
@@ -48,7 +48,8 @@ def approvals(ctx: click.Context, run_ref: str) -> int:
     if not pending:
         click.echo(f"{rec.nickname} ({rec.run_id}) waits for no approval")
     for p in pending:
-        click.echo(f"{p['id']}  {p['tool']}({p['arguments']})  why: {p['reason']}  always rule: {p['always_rule']}")
+        click.echo(f"{visible(str(p['id']))}  {visible(str(p['tool']))}({visible(str(p['arguments']))})  why: "
+                   f"{visible(str(p['reason']))}  always rule: {visible(str(p['always_rule']))}")
     return 0
 
 
