@@ -290,3 +290,12 @@ def test_a_domain_rule_matches_the_host_in_either_spelling(rule: str, url: str) 
 def test_a_domain_rule_still_ignores_the_rest_of_the_url() -> None:
     assert not parse_rule("web_fetch(domain:münchen.de)").matches(
         "web_fetch", {"url": "http://evil.com/?xn--mnchen-3ya.de"}, allow=False)
+
+
+@pytest.mark.parametrize("command", ["git status; rm -rf ~", "ls | wc -l", "echo hi > f", "echo a\tb", "a\nb"])
+def test_allow_always_on_a_compound_command_allows_that_command_again_and_nothing_more(command: str) -> None:
+    from subagents.authority.rules import escape
+
+    rule = parse_rule(f"bash({escape(command)})", "approval")  # what "allow always" adds (guard._always_rule)
+    assert rule.matches("bash", {"command": command}, allow=True)  # was asked again for the identical command
+    assert not rule.matches("bash", {"command": command + "; rm -rf /"}, allow=True)

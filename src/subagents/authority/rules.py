@@ -192,23 +192,32 @@ class _Glob:
     """A glob whose ``*`` spans anything (commands, agent types), matched without backtracking: a regex of
     several ``.*`` takes polynomial time, and a model's long command would stall every agent."""
 
-    __slots__ = ("pieces",)
+    __slots__ = ("literal", "pieces")
 
     def __init__(self, pattern: str) -> None:
         pieces: list[list[str]] = [[]]  # the regexes of the text between stars (``?``: any one character)
+        text: list[str] | None = []  # the text itself while the pattern has no wildcard
         i, n = 0, len(pattern)
         while i < n:
             c = pattern[i]
             if c == "\\" and i + 1 < n:  # a backslash makes the next character literal
                 pieces[-1].append(re.escape(pattern[i + 1]))
+                if text is not None:
+                    text.append(pattern[i + 1])
                 i += 1
             elif c == "*":
+                text = None
                 if pieces[-1] or len(pieces) == 1:
                     pieces.append([])
             else:
                 pieces[-1].append("." if c == "?" else re.escape(c))
+                if c == "?":
+                    text = None
+                elif text is not None:
+                    text.append(c)
             i += 1
         self.pieces = [(re.compile("".join(p), re.S), len(p)) for p in pieces]
+        self.literal = None if text is None else "".join(text)  # an exact command ("allow always" makes one)
 
     def fullmatch(self, text: str) -> bool:
         (first, n0), *middle = self.pieces
@@ -337,6 +346,8 @@ def _split(command: str) -> list[list[str]] | None:
 
 
 def _command_matches(rx: _Glob, command: str, *, allow: bool) -> bool:
+    if allow and rx.literal is not None and command == rx.literal:  # the exact command (the person approved it as
+        return True                                                 # it is: "allow always" on a compound one)
     if allow:
         segments = command_segments(command)
         return bool(segments) and all(rx.fullmatch(s) for s in segments or ())
