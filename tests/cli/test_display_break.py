@@ -242,3 +242,23 @@ def test_keys_typed_before_the_question_answer_nothing(isolated: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert not (isolated / "b.txt").exists()
+
+
+def test_an_error_message_is_shown_not_obeyed(capsys: pytest.CaptureFixture[str]) -> None:
+    from subagents.cli.common import fail
+
+    assert fail("bad value '\x1b]52;c;ZWNobyBwd25lZA==\x07' in x.toml", 2, False) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err
+    assert "\\x1b]52;c;" in err
+
+
+def test_a_json_error_line_escapes_c1_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from subagents.cli.common import fail
+
+    fail("a \x9b2J b", 2, True)
+    out = capsys.readouterr().out
+    assert "\x9b" not in out
+    assert json.loads(out)["message"] == "a \x9b2J b"

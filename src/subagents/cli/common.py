@@ -12,6 +12,7 @@ every JSON event and the final ``{"kind": "result", ...}`` use.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -86,18 +87,39 @@ def fail(message: str, code: int, as_json: bool) -> int:
 
     With ``--json`` and a stdout that cannot be written (closed, a full disk) the line goes to stderr instead."""
     if as_json:
-        import json
-
-        line = json.dumps({"kind": "error", "type": "error", "message": message, "exit_code": code},
-                          ensure_ascii=False)
+        line = json_line({"kind": "error", "type": "error", "message": message, "exit_code": code})
         try:
-            click.echo(scrub(line))
+            click.echo(line)
             return code
         except (OSError, ValueError):
             pass
     with contextlib.suppress(OSError, ValueError):  # else nowhere left to say it: the exit status tells
-        click.echo(scrub(f"error: {message}"), err=True)
+        click.echo(terminal_safe(f"error: {message}"), err=True)  # (it may quote a provider's or a file's text)
     return code
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` as a terminal may show it: control characters other than newline and tab (ESC, BEL, CR, the C1
+    codes...) are written out (``\\x1b``) rather than sent, so a model's answer cannot set the title, move the
+    cursor, clear the screen or write the clipboard; CRLF line ends become LF; lone surrogates become U+FFFD."""
+    text = scrub(text)
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
+_C1 = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def json_line(obj: dict[str, Any]) -> str:
+    """``obj`` as one line of JSON, letters as they are; DEL, the C1 controls (``\\x9b`` is a CSI to a terminal) and
+    the line separators written as ``\\u`` escapes, as JSON already writes the other control characters: the same
+    JSON, and none of it acts on a terminal the stream may be."""
+    text = scrub(json.dumps(obj, default=str, ensure_ascii=False))
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
 
 
 def scrub(text: str) -> str:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..ids import short_id
-from .common import scrub
+from .common import json_line, terminal_safe
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -31,19 +30,6 @@ __all__ = ["TEAM_EVENTS", "AgentRow", "JsonLines", "LiveView", "Progress", "Team
            "no_color", "team_line", "terminal_safe"]
 
 TEXT_KEPT = 4000  # characters of an agent's streamed text kept to find its current line
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` as a terminal may show it: control characters other than newline and tab (ESC, BEL, CR, the C1
-    codes...) are written out (``\\x1b``) rather than sent, so a model's answer cannot set the title, move the
-    cursor, clear the screen or write the clipboard; CRLF line ends become LF; lone surrogates become U+FFFD."""
-    text = scrub(text)
-    if not _CONTROL.search(text):
-        return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
-
 
 def no_color() -> bool:
     """True when the ``NO_COLOR`` convention asks for plain output (https://no-color.org)."""
@@ -82,17 +68,6 @@ class JsonLines:
 
     def result(self, result: RunResult) -> None:
         self.write({"kind": "result", **result.to_dict()})
-
-
-_C1 = re.compile("[\x7f-\x9f\u2028\u2029]")
-
-
-def json_line(obj: dict[str, Any]) -> str:
-    """``obj`` as one line of JSON, letters as they are; DEL, the C1 controls (``\\x9b`` is a CSI to a terminal) and
-    the line separators written as ``\\u`` escapes, as JSON already writes the other control characters: the same
-    JSON, and none of it acts on a terminal the stream may be."""
-    text = scrub(json.dumps(obj, default=str, ensure_ascii=False))
-    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
 
 
 def silence(stream: TextIO) -> None:
