@@ -299,8 +299,12 @@ async def wakeup(workdir: str, store: str, reps: int, warmup: int = 20) -> dict[
 
 # --------------------------------------------------------------------------------------------
 # (4) restore
+GONE = "bench-generator:999999999:gone"  # a dead process of this user's: its runs are orphans to take over
+
+
 def generate_store(path: Path, finished: int, open_: int) -> None:
     """Write ``finished`` completed runs and ``open_`` running ones through the Store API."""
+    from subagents.owner_key import tag_owner
     from subagents.store import RunRecord, open_store
 
     store = open_store(f"sqlite:///{path}", path.parent)
@@ -312,7 +316,7 @@ def generate_store(path: Path, finished: int, open_: int) -> None:
                         task=f"task {i}", parent_id=None if i == 0 else root, root_id=root, depth=0 if i == 0 else 1,
                         label=f"task {i}", model="function", status="running", created_at=now + i * 1e-6,
                         started_at=now, system_prompt="You are an agent.",
-                        owner="bench-generator:999999999:gone")  # a dead process's runs: orphans to take over
+                        owner=tag_owner(GONE))  # tagged with this user's key: recovery takes them over
         store.create_run(rec)
         if i < finished:
             store.finish_run(rid, {"status": "completed", "outcome": "ok", "ended_at": now, "turns": 1,
@@ -324,7 +328,10 @@ def generate_store(path: Path, finished: int, open_: int) -> None:
 
 def _prepare_store(cache_dir: str, workdir: Path, finished: int, open_: int) -> tuple[Path, float]:
     """Generate (once, cached) the big store and copy it to ``workdir/state.db``; not timed."""
-    cache = Path(cache_dir).resolve() / f"restore-{finished}-{open_}.db"
+    from subagents.owner_key import tag_owner
+
+    tag = tag_owner(GONE).rsplit(":", 1)[-1]  # (a store made under another key would be another user's runs)
+    cache = Path(cache_dir).resolve() / f"restore-{finished}-{open_}-{tag}.db"
     t0 = time.perf_counter()
     if not cache.exists():
         generate_store(cache, finished, open_)
