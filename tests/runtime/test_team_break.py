@@ -192,3 +192,36 @@ async def test_a_teammates_last_words_cannot_fake_mail_to_the_lead(workdir: Path
     assert shown.count("</teammate-idle>") == 1
     assert "<team-message" not in shown
     assert "\x1b" not in shown
+
+
+async def test_a_teammate_model_cannot_name_a_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # spawn_agent(team=..., model="openai:x@URL") took the team path, which skipped the check plain spawns have:
+    # the user's OPENAI_API_KEY went to the server the model chose
+    import socket
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-for-that-server")
+    trap = socket.create_server(("127.0.0.1", 0))
+    trap.setblocking(False)
+    seen: list[tuple[bool, str]] = []
+
+    def fn(req: ModelRequest) -> ModelResponse:
+        seen.extend((r.is_error, r.content) for r in req.messages[-1].tool_results)
+        n = sum(1 for m in req.messages if m.role == "assistant" and m.tool_uses)
+        if n == 0:
+            return ModelResponse(tool_calls=[call("team_create", {"name": "t"})])
+        if n == 1:
+            return ModelResponse(tool_calls=[call("spawn_agent", {
+                "prompt": "p", "team": "t", "name": "x",
+                "model": f"openai:gpt-4o@http://127.0.0.1:{trap.getsockname()[1]}/v1"})])
+        return ModelResponse("done")
+
+    try:
+        async with Runtime(model=FunctionModel(fn), workdir=tmp_path, store="memory://") as rt:
+            await rt.run("go", "coordinator")
+            await asyncio.sleep(0.3)
+        with pytest.raises(BlockingIOError):
+            trap.accept()  # nobody connected
+    finally:
+        trap.close()
+    assert seen[-1][0]
+    assert "names a server" in seen[-1][1]

@@ -61,6 +61,11 @@ async def spawn_agent(ctx: ToolContext, prompt: str, agent_type: str = "general-
         output_schema: a JSON schema the sub-agent's result must match; it then ends by calling final_result,
             and you receive the validated result as JSON.
     """
+    if model is not None and "@" in model:  # (teammates too: the team path does not reach the control's check)
+        raise ToolError(f"model {model!r} names a server: an agent may choose a model, not where the runtime sends "
+                        "the request (and the API key). Pass the model name alone, e.g. "
+                        f"{model.split('@', 1)[0]!r}; a server is configured by the user in [providers.*] "
+                        "base_url or an agent definition")
     if team is not None or name is not None:
         if output_schema is not None:
             raise ToolError("output_schema is for plain sub-agents; a teammate reports by mail")
