@@ -2,7 +2,9 @@
 
 Compatible servers' quirks are handled here: no ``usage``, tool calls without ids, ``content`` as a
 string or parts, deltas without ``index``, and arguments that are not a JSON object (they become
-``{INVALID_ARGUMENTS_KEY: <raw text>}``).
+``{INVALID_ARGUMENTS_KEY: <raw text>}``).  A ``refusal`` (the model declined; ``content`` is null) is the
+answer's text, with the stop reason ``refusal``.  Streamed argument pieces are joined once, at the end
+(joining them as they came was quadratic: 4 MB of arguments in 20-byte pieces took minutes).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from ..messages import Usage
 from ._sanitize import clean, tokens, unique_ids
 from .base import INVALID_ARGUMENTS_KEY, ModelResponse, ToolCall, new_call_id
 
-__all__ = ["StreamAssembler", "from_openai", "get", "parse_arguments"]
+__all__ = ["MAX_NAME", "StreamAssembler", "from_openai", "get", "parse_arguments"]
+
+MAX_NAME = 1024
+"""Characters of a streamed tool name kept (a real one has at most 64; the rest of a longer one is dropped)."""
 
 # Our provider-neutral stop reasons (see models/anthropic.py).
 _STOP_REASONS = {
@@ -79,17 +84,20 @@ def _check_cut_off(finish: str | None, calls: list[ToolCall], max_output_tokens:
         )
 
 
-def _response(text: str, calls: list[ToolCall], usage: Any, finish: str | None, model: str | None,
-              max_output_tokens: int) -> ModelResponse:
+def _response(text: str, calls: list[ToolCall], usage: Any, finish: Any, model: Any,
+              max_output_tokens: int, refusal: str = "") -> ModelResponse:
+    finish = None if finish is None else str(finish)
     _check_cut_off(finish, calls, max_output_tokens)
     for c in calls:
         c.name = clean(c.name)
+    if refusal and not calls:  # the model declined: its reason is the answer (``content`` is null then)
+        text, finish = (text + "\n\n" if text else "") + refusal, "content_filter"
     return ModelResponse(
         text=clean(text),
         tool_calls=unique_ids(calls),
         usage=_usage(usage),
         stop_reason=None if finish is None else _STOP_REASONS.get(finish, finish),
-        model=model,
+        model=None if model is None else str(model),
     )
 
 
@@ -106,6 +114,7 @@ def from_openai(completion: Any, *, max_output_tokens: int = 0) -> ModelResponse
     return _response(
         _content_text(get(message, "content")), calls, get(completion, "usage"),
         get(choices[0], "finish_reason") if choices else None, get(completion, "model"), max_output_tokens,
+        _content_text(get(message, "refusal")),
     )
 
 
@@ -113,7 +122,8 @@ def from_openai(completion: Any, *, max_output_tokens: int = 0) -> ModelResponse
 class _PartialCall:
     id: str = ""
     name: str = ""
-    arguments: str = ""
+    arguments: list[str] = field(default_factory=list)
+    """The pieces, joined by :meth:`StreamAssembler.response`."""
 
 
 @dataclass(slots=True)
@@ -121,7 +131,10 @@ class StreamAssembler:
     """Builds one answer from ``chat.completion.chunk`` s: text, tool calls by index, usage, finish."""
 
     text: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
     calls: dict[int, _PartialCall] = field(default_factory=dict)
+    earlier: list[_PartialCall] = field(default_factory=list)
+    """Calls ended by another call at their index (a server that sends every call at index 0, each with its id)."""
     usage: Any = None
     finish: str | None = None
     model: str | None = None
@@ -137,6 +150,9 @@ class StreamAssembler:
                 continue
             delta = get(choice, "delta")
             delta_text += _content_text(get(delta, "content"))
+            refused = _content_text(get(delta, "refusal"))
+            if refused:
+                self.refusal.append(refused)
             for tc in get(delta, "tool_calls") or []:
                 self._add_call(tc)
             self.finish = get(choice, "finish_reason") or self.finish
@@ -149,21 +165,30 @@ class StreamAssembler:
         index = get(tc, "index")
         if index is None:  # a server that sends each call whole, without an index
             index = len(self.calls)
-        part = self.calls.setdefault(int(index), _PartialCall())
-        part.id = part.id or str(get(tc, "id") or "")
+        key, call_id = int(index), str(get(tc, "id") or "")
+        part = self.calls.get(key)
+        if part is not None and call_id and part.id and call_id != part.id:  # another call at the same index
+            self.earlier.append(part)
+            part = None
+        if part is None:
+            part = self.calls[key] = _PartialCall()
+        part.id = part.id or call_id
         fn = get(tc, "function")
         name = str(get(fn, "name") or "")
         # a piece of a name split across deltas is appended (as the SDK does); a server that repeats the whole
         # name, or sends it cumulatively, sends something that starts with what we have: taken as is
-        part.name = name if name.startswith(part.name) else part.name + name
+        if len(part.name) < MAX_NAME:
+            part.name = (name if name.startswith(part.name) else part.name + name)[:MAX_NAME]
         args = get(fn, "arguments")
         if isinstance(args, dict):
             args = json.dumps(args)
-        part.arguments += str(args or "")
+        if args:
+            part.arguments.append(str(args))
 
     def response(self, max_output_tokens: int) -> ModelResponse:
         calls = [
-            ToolCall(p.name, parse_arguments(p.arguments), p.id or new_call_id())
-            for _, p in sorted(self.calls.items())
+            ToolCall(p.name, parse_arguments("".join(p.arguments)), p.id or new_call_id())
+            for p in [*self.earlier, *(p for _, p in sorted(self.calls.items()))]
         ]
-        return _response("".join(self.text), calls, self.usage, self.finish, self.model, max_output_tokens)
+        return _response("".join(self.text), calls, self.usage, self.finish, self.model, max_output_tokens,
+                         clean("".join(self.refusal)))

@@ -21,6 +21,7 @@ import logging
 import random
 import re
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -32,11 +33,14 @@ __all__ = [
     "RetryPolicy",
     "Retryable",
     "call_with_retries",
+    "check_url",
     "is_retryable_status",
     "parse_retry_after",
+    "server_text",
     "setting",
     "status_error",
     "truncated_error",
+    "url_problem",
 ]
 
 log = logging.getLogger("subagents.models")
@@ -60,6 +64,29 @@ def setting(settings: Mapping[str, Any], key: str, kind: type[T], default: T) ->
         f"fix it in [providers.<name>] of .subagents/config.toml (or ~/.config/subagents/config.toml) or in "
         f"the settings you pass"
     )
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a base URL, to follow "the base URL 'x'" (``None``: nothing); the HTTP layer raised a bare
+    ``InvalidURL`` at the first call for these, which ended the run with a traceback."""
+    if not url.lower().startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        return "holds a space or a control character"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a port that is no number or out of range)
+    except ValueError as e:
+        return f"is not a URL ({e})"
+    return None if parts.hostname else "names no host"
+
+
+def check_url(url: str | None, section: str) -> None:
+    """Raise :class:`ModelError` (not retried) if the ``base_url`` setting ``url`` is no usable URL."""
+    problem = None if url is None else url_problem(url)
+    if problem is not None:
+        raise ModelError(f"the base URL {url!r} {problem}; fix [providers.{section}] base_url (e.g. "
+                         "http://localhost:11434/v1)", provider=section)
 
 
 @dataclass(slots=True, frozen=True)
@@ -90,7 +117,7 @@ class RetryPolicy:
         The server's ``retry-after`` wins when given; otherwise ``base_s * 2**attempt`` with "equal
         jitter" (between half and all of it).  Both are capped at ``max_s``.
         """
-        if retry_after is not None:
+        if retry_after is not None and retry_after == retry_after:  # (NaN would sleep forever)
             return min(max(retry_after, 0.0), self.max_s)
         cap = min(self.max_s, self.base_s * float(2**attempt))
         return cap / 2 + random.random() * cap / 2
@@ -110,23 +137,27 @@ def is_retryable_status(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
+def _seconds(raw: str, scale: float = 1.0) -> float | None:
+    """``raw`` as a number of seconds (``scale``: per unit), ``None`` when it is no number or NaN."""
+    try:
+        value = float(raw) / scale
+    except ValueError:
+        return None
+    return value if value == value else None  # NaN: no value (``asyncio.sleep(nan)`` never returns)
+
+
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if present."""
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if present and a number."""
     if headers is None:
         return None
     ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
+    if ms is not None and (value := _seconds(ms, 1000.0)) is not None:
+        return value
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    try:
-        return float(raw)
-    except ValueError:
-        pass
+    if (value := _seconds(raw)) is not None:
+        return value
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):

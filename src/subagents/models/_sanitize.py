@@ -1,9 +1,17 @@
 """What a misbehaving provider, proxy or gateway may send, made safe before the run sees it.
 
 * :func:`tokens`: a usage count that is missing, negative, fractional or not a number becomes a
-  non-negative ``int`` (a negative count would refund the run's token and cost budgets);
+  non-negative ``int`` (a negative count would refund the run's token and cost budgets), one past
+  :data:`MAX_TOKENS` becomes :data:`MAX_TOKENS` (``10**400`` overflowed the cost's float math and
+  crashed the run; any token budget still stops it);
 * :func:`clean`: lone UTF-16 surrogates (``"\\ud800"`` in the JSON) become U+FFFD: Python keeps them in
   a ``str``, but they cannot be encoded as UTF-8, so the next request (or the store) would fail;
+* :func:`encodable`: a request whose text holds a lone surrogate — a file name or a tool's output that
+  Python decoded with ``surrogateescape``, a prompt — is sent once more with them replaced (the SDK
+  cannot encode it: every call failed, and the run with it);
+* :func:`header_safe`: an API key with a line break, a space or a non-ASCII character (a copy-paste slip)
+  is refused before any call: the HTTP layer's error quoted the whole key into the run's error and was
+  retried as a network failure;
 * :func:`unique_ids`: tool calls with an empty or repeated id get a fresh one: results are paired with
   calls by id, and providers refuse a conversation whose ids repeat;
 * :func:`guarded`: an SDK that chokes on a stream event (text that is not JSON, events out of order,
@@ -14,14 +22,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
 from typing import Any, TypeVar
 
 from ..exceptions import ModelError
 from ._retry import Retryable
 from .base import ToolCall, new_call_id
 
-__all__ = ["SDK_PARSE_ERRORS", "clean", "guarded", "malformed", "tokens", "unique_ids"]
+__all__ = ["MAX_TOKENS", "SDK_PARSE_ERRORS", "clean", "encodable", "guarded", "header_safe", "malformed", "tokens",
+           "unique_ids"]
 
 T = TypeVar("T")
 
@@ -29,6 +38,9 @@ T = TypeVar("T")
 SDK_PARSE_ERRORS: tuple[type[Exception], ...] = (ValueError, TypeError, LookupError, AttributeError, AssertionError)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+MAX_TOKENS = 10**12
+"""The largest token count one answer may report (no model comes near; the run's sums stay exact floats)."""
 
 
 def tokens(value: Any) -> int:
@@ -40,8 +52,10 @@ def tokens(value: Any) -> int:
             value = float(value.strip())
         except ValueError:
             return 0
-    if isinstance(value, (int, float)) and value == value and value not in (float("inf"), float("-inf")):
-        return max(int(value), 0)
+    if isinstance(value, int):
+        return min(max(value, 0), MAX_TOKENS)
+    if isinstance(value, float) and value == value:
+        return int(min(max(value, 0.0), MAX_TOKENS))  # +inf: the most
     return 0
 
 
@@ -54,6 +68,28 @@ def clean(value: T) -> T:
     if isinstance(value, list):
         return [clean(v) for v in value]  # type: ignore[return-value]
     return value
+
+
+async def encodable(call: Callable[[dict[str, Any]], Awaitable[T]], params: dict[str, Any]) -> T:
+    """``await call(params)``; if the SDK cannot encode them (a lone surrogate in some text), once more with every
+    lone surrogate replaced by U+FFFD.  Only a failed request pays for the walk through its params."""
+    try:
+        return await call(params)
+    except UnicodeEncodeError as e:
+        if "surrogate" not in str(e):
+            raise
+    return await call(clean(params))
+
+
+def header_safe(key: str | None, provider: str, hint: str) -> None:
+    """Raise :class:`ModelError` if ``key`` holds a character an HTTP header cannot carry (the key is not quoted)."""
+    bad = next((i for i, ch in enumerate(key or "") if not "!" <= ch <= "~"), None)
+    if bad is not None:
+        raise ModelError(
+            f"The {provider} API key has a character that cannot be sent in an HTTP header (a space, a line break or "
+            f"a non-ASCII character, at position {bad + 1} of {len(key or '')}); {hint}, with the key alone.",
+            provider=provider.lower(),
+        )
 
 
 def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:

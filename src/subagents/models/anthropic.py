@@ -41,13 +41,14 @@ from ._retry import (
     Retryable,
     RetryPolicy,
     call_with_retries,
+    check_url,
     is_retryable_status,
     parse_retry_after,
     setting,
     truncated_error,
 )
 from ._retry import status_error as _status_error
-from ._sanitize import SDK_PARSE_ERRORS, clean, guarded, malformed, tokens, unique_ids
+from ._sanitize import SDK_PARSE_ERRORS, clean, encodable, guarded, header_safe, malformed, tokens, unique_ids
 from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
 from .base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from .clients import SHARED, ClientPool
@@ -101,7 +102,7 @@ class AnthropicConnection:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], pool: ClientPool | None = None) -> AnthropicConnection:
         return cls(
-            api_key=setting(settings, "api_key", str, "") or os.environ.get("ANTHROPIC_API_KEY") or None,
+            api_key=(setting(settings, "api_key", str, "") or os.environ.get("ANTHROPIC_API_KEY", "")).strip() or None,
             base_url=setting(settings, "base_url", str, "") or None,
             timeouts=Timeouts.from_settings(settings),
             client=settings.get("client"),
@@ -128,6 +129,8 @@ class AnthropicConnection:
                 f"No Anthropic API key is configured; {KEY_HINT} (or ANTHROPIC_AUTH_TOKEN).",
                 provider="anthropic",
             )
+        header_safe(self.api_key or os.environ.get("ANTHROPIC_AUTH_TOKEN"), "Anthropic", KEY_HINT)
+        check_url(self.base_url, "anthropic")
         import anthropic
 
         kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self.timeouts.for_sdk(anthropic.Timeout)}
@@ -244,7 +247,7 @@ def from_anthropic(message: Any, *, max_output_tokens: int = 0) -> ModelResponse
         elif kind == "tool_use":  # input that is no JSON object: the tool answers the model with an error
             calls.append(ToolCall(clean(str(getattr(block, "name", None) or "")), tool_arguments(block),
                                   str(getattr(block, "id", None) or "")))
-    stop = message.stop_reason
+    stop = None if message.stop_reason is None else str(message.stop_reason)  # (a list would not hash)
     if stop == "max_tokens" and calls:
         raise ModelError(
             f"Claude was cut off at max_output_tokens={max_output_tokens} while writing the arguments of tool "
@@ -256,7 +259,7 @@ def from_anthropic(message: Any, *, max_output_tokens: int = 0) -> ModelResponse
         tool_calls=unique_ids(calls),
         usage=_usage(message.usage),
         stop_reason=None if stop is None else _STOP_REASONS.get(stop, stop),
-        model=getattr(message, "model", None),
+        model=None if getattr(message, "model", None) is None else str(message.model),
     )
 
 
@@ -314,7 +317,7 @@ class AnthropicModel:
         params = to_anthropic(request.system, request.messages, request.tools, request.system_prefix)
         params["model"] = self.model
         params["max_tokens"] = self.max_output_tokens
-        return await call_with_retries(lambda: self._attempt(params, request), self.retry)
+        return await encodable(lambda p: call_with_retries(lambda: self._attempt(p, request), self.retry), params)
 
     @property
     def timeouts(self) -> Timeouts:
@@ -327,7 +330,10 @@ class AnthropicModel:
         message = await self._send(lambda client: self._call(client, params, request))
         if not isinstance(getattr(message, "content", None), list):  # ``{}``, an HTML page with status 200...
             raise self._malformed(f"no content in {str(message)[:200]!r}")
-        return from_anthropic(message, max_output_tokens=self.max_output_tokens)
+        try:
+            return from_anthropic(message, max_output_tokens=self.max_output_tokens)
+        except SDK_PARSE_ERRORS as e:  # a field of the wrong type
+            raise self._malformed(e) from e
 
     def _malformed(self, what: Exception | str) -> Retryable:
         return malformed(f"{PROVIDER} at {self.connection.where}", "anthropic", self.model, what)
@@ -355,7 +361,9 @@ class AnthropicModel:
 
     async def _search_call(self, params: dict[str, Any]) -> Any:
         params = {"model": self.model, "max_tokens": self.max_output_tokens, **params}
-        return await call_with_retries(lambda: self._send(lambda client: client.messages.create(**params)), self.retry)
+        def attempt(p: dict[str, Any]) -> Awaitable[Any]:
+            return call_with_retries(lambda: self._send(lambda client: client.messages.create(**p)), self.retry)
+        return await encodable(attempt, params)
 
     async def _call(self, client: AsyncAnthropic, params: dict[str, Any], request: ModelRequest) -> Any:
         if not self.stream:

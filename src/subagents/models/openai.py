@@ -44,13 +44,15 @@ from ._retry import (
     Retryable,
     RetryPolicy,
     call_with_retries,
+    check_url,
     is_retryable_status,
     parse_retry_after,
+    server_text,
     setting,
     truncated_error,
 )
 from ._retry import status_error as _status_error
-from ._sanitize import guarded, malformed
+from ._sanitize import SDK_PARSE_ERRORS, encodable, guarded, header_safe, malformed
 from ._timeouts import Timeouts, sdk_timeout_key, timeout_error, transport_error_name, watch, within
 from .base import INVALID_ARGUMENTS_KEY, ModelRequest, ModelResponse, ToolSpec
 from .clients import SHARED, ClientPool
@@ -92,7 +94,7 @@ class OpenAIConnection:
     def from_settings(cls, settings: Mapping[str, Any], base_url: str | None = None,
                       pool: ClientPool | None = None) -> OpenAIConnection:
         base = base_url or setting(settings, "base_url", str, "") or None
-        key = setting(settings, "api_key", str, "") or os.environ.get("OPENAI_API_KEY") or None
+        key = (setting(settings, "api_key", str, "") or os.environ.get("OPENAI_API_KEY") or "").strip() or None
         if key is None and base_url is not None:
             key = NO_KEY  # a compatible server named by base URL usually needs no key
         return cls(
@@ -131,6 +133,8 @@ class OpenAIConnection:
                 "with openai:<model>@<base_url>.",
                 provider="openai",
             )
+        header_safe(self.api_key, "OpenAI", KEY_HINT)
+        check_url(self.base_url, "openai")
         import openai
 
         kwargs: dict[str, Any] = {"api_key": self.api_key, "max_retries": 0,
@@ -280,8 +284,8 @@ class OpenAIModel:
         return params
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        params = self._params(request)
-        return await call_with_retries(lambda: self._attempt(params, request), self.retry)
+        return await encodable(lambda params: call_with_retries(lambda: self._attempt(params, request), self.retry),
+                               self._params(request))
 
     async def _attempt(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         import openai
@@ -303,19 +307,64 @@ class OpenAIModel:
                 raise
             raise self._malformed(e) from e
         if not self.stream:
-            if not get(answer, "choices"):  # ``{}``, an HTML page with status 200...
-                raise self._malformed(f"no choices in {str(answer)[:200]!r}")
-            return from_openai(answer, max_output_tokens=self.max_output_tokens)
-        assembler = StreamAssembler()
+            return self._whole(answer)
         stream = answer
+        body = await self._unstreamed(stream)
+        if body is not None:
+            return self._whole(body)
+        assembler = StreamAssembler()
         async with stream, aclosing(guarded(watch(stream, self.timeouts.stall_s), self._malformed)) as chunks:
             async for chunk in chunks:
-                delta = assembler.add(chunk)
+                try:
+                    delta = assembler.add(chunk)
+                except SDK_PARSE_ERRORS as e:  # a field of the wrong type (a tool call's ``index: "x"``...)
+                    raise self._malformed(e) from e
                 if delta and request.on_text is not None:
                     request.on_text(delta)
         if assembler.finish is None:  # the SDK ends the stream quietly when the connection closes early
             raise truncated_error(self.connection.label, "openai", self.model, "no finish_reason")
-        return assembler.response(self.max_output_tokens)
+        try:
+            return assembler.response(self.max_output_tokens)
+        except SDK_PARSE_ERRORS as e:
+            raise self._malformed(e) from e
+
+    def _whole(self, answer: Any) -> ModelResponse:
+        """A whole (not streamed) answer; a malformed answer when it has no choices or a field of the wrong type."""
+        choices = get(answer, "choices")
+        if not choices or not isinstance(choices, list):  # ``{}``, an HTML page with status 200...
+            raise self._malformed(f"no choices in {str(answer)[:200]!r}")
+        try:
+            return from_openai(answer, max_output_tokens=self.max_output_tokens)
+        except SDK_PARSE_ERRORS as e:  # ``tool_calls: 5``...
+            raise self._malformed(e) from e
+
+    async def _unstreamed(self, stream: Any) -> Any:
+        """The body of an answer to a stream request that is no stream (``None`` when it is one): a server that
+        ignores ``stream: true`` sends its whole answer as JSON, a captive proxy its HTML page (the SDK read
+        either as an empty stream: "truncated", retried, and the answer lost)."""
+        import openai
+
+        response = getattr(stream, "response", None)
+        kind = str(getattr(response, "headers", {}).get("content-type", "")).lower()
+        if response is None or not kind.startswith(("application/json", "text/html")):
+            return None
+        try:
+            async with stream:
+                raw: bytes = await response.aread()
+        except Exception as e:
+            name = transport_error_name(e)
+            if name is None:
+                raise
+            error = openai.APITimeoutError if name.endswith("Timeout") else openai.APIConnectionError
+            raise error(request=response.request) from e
+        text = raw.decode("utf-8", "replace")
+        try:
+            body = json.loads(text)
+        except ValueError:
+            raise self._malformed(f"a {kind.split(';')[0]} body instead of a stream: {server_text(text)}") from None
+        if isinstance(body, dict) and body.get("error") and not body.get("choices"):
+            raise self._malformed(f"an error with status 200: {server_text(str(body['error']))}")
+        return body
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model!r}, base_url={self.connection.base_url!r}, stream={self.stream})"

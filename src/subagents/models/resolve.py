@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
+from ._retry import url_problem
 from .base import Model
 
 if TYPE_CHECKING:
@@ -59,8 +60,8 @@ def parse_model_string(spec: str) -> ModelSpec:
             f"a base URL is only accepted for openai-compatible servers, not {provider!r} ({spec!r}); "
             f"accepted forms:\n  {ACCEPTED_FORMS}"
         )
-    if base_url and not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"the base URL {base_url!r} in {spec!r} must start with http:// or https:// "
+    if base_url and (problem := url_problem(base_url)) is not None:
+        raise ConfigError(f"the base URL {base_url!r} in {spec!r} {problem} "
                           f"(e.g. openai:{model}@http://localhost:11434/v1)")
     return ModelSpec(provider, model, base_url or None)
 
