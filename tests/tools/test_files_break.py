@@ -262,3 +262,11 @@ def test_repo_map_leaves_out_a_file_it_may_not_read(ws_root: Path) -> None:
     ws = Workspace(ws_root, SandboxPolicy(deny_read=("secret.txt",)), home=ws_root / "home")
     ctx = ToolContext(agent=AgentInfo("a1", "a1", "general-purpose"), workspace=ws)
     assert _registry_call(ctx, "repo_map") == (False, "ok.py:\n  def hello()")
+
+
+async def test_glob_lists_a_name_that_is_not_utf8(ws_root: Path, ctx: ToolContext) -> None:
+    (ws_root / os.fsdecode(b"\xffbad.txt")).write_text("x")  # was: tool 'glob' failed: UnicodeEncodeError
+    (ws_root / "good.txt").write_text("x")
+    out = await call(files.glob, ctx, pattern="*.txt")
+    assert "good.txt" in out
+    assert "bad.txt" in out

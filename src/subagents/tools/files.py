@@ -324,7 +324,11 @@ def _glob_walk(ws: Workspace, fd: int, start: str, rx: Regex) -> tuple[list[str]
         for n, (p, kind) in enumerate(ws.walk(fd, start, skip=SKIP_DIRS)):
             if n % 256 == 255 and cancelled():  # the caller stopped waiting: stop walking
                 break
-            if rx.fullmatch(p):
+            try:
+                hit = rx.fullmatch(p)
+            except UnicodeEncodeError:  # a name that is not UTF-8 (its bytes as surrogates): matched as U+FFFD
+                hit = rx.fullmatch(p.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+            if hit:
                 (loops if kind == tree.LOOP else matches).append(_join(start, p) + ("/" if kind == tree.DIR else ""))
     finally:
         os.close(fd)
