@@ -4,7 +4,8 @@
   (10 x 19,000 characters: 190 KB); now one delivery hands over at most ``MAIL_BUDGET`` characters, the rest stays
   unread, a note says how much waits, and it comes next;
 - a lone surrogate (JSON ``"\\ud800"`` in a model's tool call) in a task or message stopped the SQLite and PostgreSQL
-  team stores with a ``UnicodeEncodeError``; it is stored as U+FFFD, as the run store does;
+  team stores with a ``UnicodeEncodeError``; it is stored as U+FFFD, as the run store does (the stores' own tests:
+  tests/teams/test_surrogates.py);
 - a teammate started under a lead whose ancestor is being closed ran on after the close;
 - ``close`` cancelled only the subtree it found as it began: a teammate spawned under an ended lead being closed,
   or a child ``rt.resume`` d while its parent was being closed, ran on after the close returned.
@@ -15,23 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pg import pg_server, pg_url
 from subagents import Limits, Runtime, SpawnError
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
-from subagents.teams.memory import MemoryTeamStore
-from subagents.teams.model import MemberRecord
-from subagents.teams.postgres import PostgresTeamStore
-from subagents.teams.sqlite import SQLiteTeamStore
-from subagents.teams.store import TeamStore
 
 from .team_scripts import call, member_name, turns
-
-__all__ = ["pg_server", "pg_url"]  # fixtures (tests/pg.py)
 
 BIG = 19_000          # a message near the most a model may send (20,000)
 BOUND = 65_000        # one delivery's mail (MAIL_BUDGET, 60,000) with its note: far below 10 such messages
@@ -132,45 +124,6 @@ async def test_a_lead_of_many_senders_reads_their_mail_over_several_prompts(work
 
 # -- a lone surrogate in the team stores --------------------------------------------------------------------------
 SURROGATE = "a\ud800b"
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def ts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TeamStore]:
-    s: TeamStore
-    if request.param == "memory":
-        s = MemoryTeamStore()
-    elif request.param == "sqlite":
-        s = SQLiteTeamStore(tmp_path / "state.db")
-    else:
-        s = PostgresTeamStore(request.getfixturevalue("pg_url"))
-    try:
-        s.create_team("t", "lead-run", 1.0, "a team")
-        s.add_member(MemberRecord("t", "a", "general", agent_id="run-a", joined_at=2.0))
-        yield s
-    finally:
-        s.close()
-
-
-def test_a_lone_surrogate_in_a_task_is_stored_and_read_back_as_created(ts: TeamStore) -> None:
-    t = ts.create_task("t", "subject " + SURROGATE, "description " + SURROGATE, [], 1.0)
-    got = ts.task("t", t.id)
-    assert got is not None
-    assert (got.subject, got.description) == (t.subject, t.description)
-
-
-def test_a_lone_surrogate_in_a_team_description_is_stored(ts: TeamStore) -> None:
-    made = ts.create_team("u", "lead-run", 1.0, "team " + SURROGATE)
-    got = ts.get_team("u")
-    assert got is not None
-    assert got.description == made.description
-
-
-def test_a_lone_surrogate_in_a_note_and_in_mail_is_stored(ts: TeamStore) -> None:
-    t = ts.create_task("t", "job", "", [], 1.0)
-    updated = ts.update_task("t", t.id, by="lead", note="note " + SURROGATE, at=2.0)
-    sent = ts.send("t", "lead", ["a"], "hi " + SURROGATE, 3.0)
-    assert [m.text for m in ts.unread("t", "a")] == [sent[0].text]
-    assert ts.task("t", t.id).note == updated.note  # type: ignore[union-attr]
 
 
 async def test_a_models_lone_surrogate_reaches_the_teammate_on_a_sqlite_store(workdir: Path, tmp_path: Path) -> None:
