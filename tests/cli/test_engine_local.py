@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -27,21 +26,11 @@ from subagents.cli.main import main
 from subagents.config import Settings
 from subagents.models import FunctionModel, ModelResponse
 
+from .test_cli_gaps import Tty, cli
+
 ENGINE = "temporal://127.0.0.1:9?task_queue=q"  # (the discard port: a run sent there would fail)
 
 
-class Tty(StringIO):
-    def isatty(self) -> bool:
-        return False
-
-
-def cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
-    out, err = Tty(), Tty()
-    monkeypatch.setattr(sys, "stdin", Tty(""))
-    monkeypatch.setattr(sys, "stdout", out)
-    monkeypatch.setattr(sys, "stderr", err)
-    code = main(argv, model=FunctionModel(lambda request: ModelResponse("ANSWER")))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(params=["env", "user config"])
