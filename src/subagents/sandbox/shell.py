@@ -35,7 +35,8 @@ and bubblewrap's own processes inside lead sessions of their own (and, if ``bwra
 first moments, before it set ``--die-with-parent``, they would outlive it): so every command gets a
 ``SUBAGENTS_COMMAND`` tag in its environment, and ``finish`` (and ``kill_all_process_groups``) also
 kill the processes outside the group that still carry it.  Best effort: a process that clears its
-environment escapes that sweep (under bubblewrap it still ends with the PID namespace).
+environment escapes that sweep; under bubblewrap it still ends with the PID namespace, under Landlock and
+``off`` with the command's reaper (:mod:`.supervisor`), which catches whatever the command started.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import os
 import secrets
 import shutil
@@ -60,6 +62,7 @@ from . import bwrap as _bwrap
 from .env import scrubbed_env
 from .policy import SandboxPolicy
 from .procs import TAG_VAR, group_alive, kill_tagged, reap, signal_group
+from .supervisor import supervisor_argv
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -222,6 +225,8 @@ class ShellSandbox:
         if _HAVE_PROC:  # tag the processes (see the module docstring)
             state.tag = secrets.token_hex(8)
             env[TAG_VAR] = state.tag
+        if backend in ("off", "landlock"):  # no PID namespace: a reaper makes sure nothing outlives the command
+            argv = self._supervised(argv, env, kwargs["cwd"], scope=backend == "landlock")
         if backend == "off":
             return await asyncio.create_subprocess_exec(*argv, **kwargs)
         if backend == "bwrap":
@@ -252,6 +257,21 @@ class ShellSandbox:
             return await asyncio.create_subprocess_exec(*argv, preexec_fn=ruleset.confiner(in_child=True), **kwargs)
         finally:
             ruleset.close()
+
+    @staticmethod
+    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, *, scope: bool) -> list[str]:
+        """``argv`` under the :mod:`.supervisor` (when it can run here); a missing program raises as it did."""
+        program = argv[0]
+        found = (os.path.join(cwd, program) if "/" in program else shutil.which(program, path=env.get("PATH")))
+        if found is None or not os.path.isfile(found):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if not os.access(found, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+        if scope:
+            from .landlock import abi_version
+
+            scope = abi_version() >= 6
+        return supervisor_argv(argv, env=env, command_only=[TAG_VAR], scope=scope) or argv
 
     def _hidden(self) -> list[Path]:
         """The hidden paths (symlinks resolved, so the grant or mask lands on what they point to)."""
