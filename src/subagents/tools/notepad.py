@@ -11,13 +11,22 @@ from __future__ import annotations
 from ..exceptions import ToolError
 from .base import ToolCategory, ToolContext, tool
 
-__all__ = ["MAX_NOTE_CHARS", "NOTEPAD_LATEST", "notepad_write"]
+__all__ = ["MAX_NOTE_CHARS", "MAX_RAW_CHARS", "NOTEPAD_LATEST", "notepad_write"]
 
 NOTEPAD_LATEST = 10
 """How many of the latest entries a new sub-agent's prompt carries."""
 
 MAX_NOTE_CHARS = 1000
 """The longest entry ``notepad_write`` takes (every later sub-agent pays for it in its prompt)."""
+
+MAX_RAW_CHARS = 20 * MAX_NOTE_CHARS
+"""A longer ``text`` is refused before its white space is folded: folding splits it into one string per word, on
+the event loop (a note of 30 MB took 600 MB and seconds, with every agent of the runtime waiting)."""
+
+
+def _too_long(n: int) -> ToolError:
+    return ToolError(f"the note is {n:,} characters long, over the limit of {MAX_NOTE_CHARS:,}; every later "
+                     "sub-agent reads it in its prompt, so keep one short finding per note and split longer ones")
 
 
 # READ: it touches no file, so read-only agents (explore, plan) may share what they found.  ``inline``: two
@@ -32,13 +41,13 @@ def notepad_write(ctx: ToolContext, text: str) -> str:
     Args:
         text: the note, e.g. "tests run with `make check`, not pytest directly".
     """
+    if len(text) > MAX_RAW_CHARS:
+        raise _too_long(len(text))
     note = " ".join(text.split())
     if not note:
         raise ToolError("the note is empty; write the fact, decision or pitfall to share")
     if len(note) > MAX_NOTE_CHARS:
-        raise ToolError(f"the note is {len(note):,} characters long, over the limit of {MAX_NOTE_CHARS:,}; every "
-                        "later sub-agent reads it in its prompt, so keep one short finding per note and split "
-                        "longer ones")
+        raise _too_long(len(note))
     if ctx.notepad is None:
         raise ToolError("there is no shared notepad here (this agent runs without an agent manager); put the "
                         "finding in your answer instead")

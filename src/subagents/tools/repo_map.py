@@ -16,6 +16,7 @@ import functools
 import os
 import re
 import threading
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated
@@ -34,6 +35,14 @@ MAX_FILE_BYTES = 256_000
 """Larger files are listed without symbols."""
 MAX_FILES = 5000
 """Files considered at most (the walk stops there and says so)."""
+MAX_WALK = 200_000
+"""Entries (folders included) the walk visits at most: a tree of folders without files is not walked forever."""
+MAX_SYMBOLS = 300
+"""Outline lines (and defined names) kept per file."""
+MAX_MENTIONS = 2000
+"""Distinct identifiers kept per file for the ranking (its most frequent ones, plus the names it defines), as
+64-bit hashes: the cache holds every file read, and a full ``Counter`` of a 256 kB file of distinct identifiers
+took 3 MB (5,000 such files: 15 GB, kept between calls)."""
 SKIP = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache",
                   ".ruff_cache", ".pytest_cache", ".tox", "dist", "build", "target", ".idea", ".vscode"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -60,7 +69,10 @@ _LANG = {".js": "js", ".jsx": "js", ".mjs": "js", ".ts": "js", ".tsx": "js", ".g
 class _Entry:
     symbols: tuple[str, ...]  # outline lines
     defines: tuple[str, ...]  # the names others may mention
-    mentions: Counter[str]
+    mentions: array[int]  # hash() of the identifiers it mentions (at most MAX_MENTIONS + its own defines)
+
+
+_EMPTY = _Entry((), (), array("q"))
 
 
 _cache: dict[tuple[str, str], tuple[int, int, _Entry]] = {}
@@ -113,7 +125,11 @@ def _entry(ws_root_fd_path: str, text: str) -> _Entry:
         lines, names = _other(text, _LANG[ext])
     else:
         lines, names = [], []
-    return _Entry(tuple(lines), tuple(n for n in names if len(n) > 2), Counter(_IDENT.findall(text)))
+    if len(lines) > MAX_SYMBOLS:
+        lines = [*lines[:MAX_SYMBOLS], f"[... {len(lines) - MAX_SYMBOLS:,} more symbols]"]
+    defines = tuple(n for n in names[:MAX_SYMBOLS] if len(n) > 2)
+    common = (n for n, _ in Counter(_IDENT.findall(text)).most_common(MAX_MENTIONS))
+    return _Entry(tuple(lines), defines, array("q", {hash(n) for n in (*common, *defines)}))
 
 
 def _read(ctx: ToolContext, rel: str) -> _Entry | None:
@@ -128,11 +144,10 @@ def _read(ctx: ToolContext, rel: str) -> _Entry | None:
         if hit is not None and hit[0] == st.st_mtime_ns and hit[1] == st.st_size:
             return hit[2]
         if st.st_size > MAX_FILE_BYTES:
-            entry = _Entry((), (), Counter())
+            entry = _EMPTY
         else:
             data = f.read(MAX_FILE_BYTES + 1)
-            entry = (_Entry((), (), Counter()) if b"\x00" in data[:8192]
-                     else _entry(rel, data.decode("utf-8", errors="replace")))
+            entry = _EMPTY if b"\x00" in data[:8192] else _entry(rel, data.decode("utf-8", errors="replace"))
     with _cache_lock:
         if len(_cache) > 20_000:
             _cache.clear()
@@ -140,7 +155,8 @@ def _read(ctx: ToolContext, rel: str) -> _Entry | None:
     return entry
 
 
-def _files(ctx: ToolContext, path: str) -> tuple[str, list[str], bool]:
+def _files(ctx: ToolContext, path: str) -> tuple[str, list[str], str]:
+    """``(base, files, why the walk stopped early or "")``."""
     ws = ctx.workspace
     try:
         fd, base = ws.open_dir(path)
@@ -152,14 +168,18 @@ def _files(ctx: ToolContext, path: str) -> tuple[str, list[str], bool]:
         raise os_error(path, e, "map") from e
     files: list[str] = []
     try:
-        for p, kind in ws.walk(fd, base, skip=SKIP):
+        for n, (p, kind) in enumerate(ws.walk(fd, base, skip=SKIP), 1):
+            if n % 1024 == 0 and cancelled():
+                raise ToolError("repo_map was cancelled before it finished.")
+            if n > MAX_WALK:
+                return base, files, f"the walk stopped after visiting {MAX_WALK:,} entries"
             if kind == tree.FILE and not any(part.startswith(".") for part in p.split("/")):
                 files.append(p if base == "." else f"{base}/{p}")
                 if len(files) >= MAX_FILES:
-                    return base, files, True
+                    return base, files, f"the walk stopped at {MAX_FILES:,} files"
     finally:
         os.close(fd)
-    return base, files, False
+    return base, files, ""
 
 
 @tool(category=ToolCategory.READ)
@@ -172,7 +192,7 @@ def repo_map(ctx: ToolContext, path: str = ".", max_tokens: Annotated[int, Range
         path: the directory to map, relative to the workspace root ('.' for the whole workspace).
         max_tokens: how long the outline may be, in tokens (about 4 characters each).
     """
-    base, files, capped = _files(ctx, path)
+    base, files, stopped = _files(ctx, path)
     entries: dict[str, _Entry] = {}
     for n, f in enumerate(files, 1):
         if n % 64 == 0 and cancelled():  # the caller stopped waiting (the run's timeout, Ctrl-C): stop reading
@@ -180,11 +200,12 @@ def repo_map(ctx: ToolContext, path: str = ".", max_tokens: Annotated[int, Range
         if (e := _read(ctx, f)) is not None:
             entries[f] = e
     if not entries:
-        return f"No files under {base}."
-    mentions: Counter[str] = Counter()
+        return f"No files under {base}." + (f" ({stopped}: map a subdirectory, path=...)" if stopped else "")
+    defined = {hash(n) for e in entries.values() for n in e.defines}
+    mentions: Counter[int] = Counter()
     for e in entries.values():
-        mentions.update(e.mentions.keys())  # in how many files each name appears
-    score = {f: sum(mentions[n] - 1 for n in e.defines) + len(e.symbols) * 0.1 - f.count("/") * 0.5
+        mentions.update(defined.intersection(e.mentions))  # in how many files each defined name appears
+    score = {f: sum(mentions[hash(n)] - 1 for n in e.defines) + len(e.symbols) * 0.1 - f.count("/") * 0.5
              for f, e in entries.items()}
     ranked = sorted(entries, key=lambda f: (-score[f], f))
     budget = max_tokens * 4
@@ -203,7 +224,7 @@ def repo_map(ctx: ToolContext, path: str = ".", max_tokens: Annotated[int, Range
         used += len(block) + 1
         shown += 1
     rest = len(ranked) - shown
-    if rest or capped:
-        more = f"{rest:,} more files not shown" + (f"; the walk stopped at {MAX_FILES:,} files" if capped else "")
+    if rest or stopped:
+        more = f"{rest:,} more files not shown" + (f"; {stopped}" if stopped else "")
         out.append(f"[... {more}; raise max_tokens or map a subdirectory (path=...) ...]")
     return "\n".join(out)

@@ -10,7 +10,7 @@ of one of its descendants.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from typing import Any, Literal, TypedDict
 
 from ..exceptions import ToolError
@@ -18,11 +18,18 @@ from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..models.base import AgentInfo
 from .base import ToolCategory, ToolContext, tool
 
-__all__ = ["TodoItem", "TodoStatus", "render_todos", "todo_read", "todo_write", "todos_from_transcript"]
+__all__ = ["MAX_TODOS", "MAX_TODO_CHARS", "TodoItem", "TodoStatus", "render_todos", "todo_read", "todo_write",
+           "todos_from_transcript"]
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
 _MARKS: dict[str, str] = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+
+MAX_TODOS = 200
+"""The most items a todo list holds."""
+MAX_TODO_CHARS = 20_000
+"""The most characters (contents and ids) a todo list holds: the list is rendered in every ``todo_write`` result and
+in the briefing of every sub-agent the agent spawns (a 50,000-item list made each child's prompt 6 MB)."""
 
 
 class _TodoRequired(TypedDict):
@@ -56,7 +63,8 @@ def todo_write(ctx: ToolContext, todos: list[TodoItem]) -> str:
     """Replace your todo list with a new one, to plan multi-step work and track progress.
 
     Send the complete list every time. Mark an item in_progress before starting it and completed as
-    soon as it is done; at most one item may be in_progress at a time. An empty list clears it.
+    soon as it is done; at most one item may be in_progress at a time. An empty list clears it. A list
+    holds at most 200 items and 20,000 characters: keep each item to one short line.
 
     Args:
         todos: every item of the list, in order: content (what to do), status (pending,
@@ -71,9 +79,14 @@ def todo_write(ctx: ToolContext, todos: list[TodoItem]) -> str:
 
 def _items(todos: Iterable[TodoItem]) -> list[dict[str, Any]]:
     """The checked list ``todo_write`` keeps; a bad list raises :class:`ToolError` saying what to fix."""
+    if isinstance(todos, Sized) and len(todos) > MAX_TODOS:
+        raise _too_many()
     items: list[dict[str, Any]] = []
     seen: set[str] = set()
+    chars = 0
     for i, t in enumerate(todos, 1):
+        if i > MAX_TODOS:
+            raise _too_many()
         content = t["content"].strip()
         if not content:
             raise ToolError(f"todo item {i} has empty content; say what is to be done in each item.")
@@ -81,6 +94,12 @@ def _items(todos: Iterable[TodoItem]) -> list[dict[str, Any]]:
         if item_id in seen:
             why = "" if t.get("id") else f" (item {i} has no id, so its position is its id)"
             raise ToolError(f"todo id {item_id!r} is used more than once{why}; give every item its own id.")
+        if t["status"] not in _MARKS:  # the schema says so; a list from a stored transcript is checked here
+            raise ToolError(f"todo item {i} has status {t['status']!r}; use pending, in_progress or completed.")
+        chars += len(content) + len(item_id)
+        if chars > MAX_TODO_CHARS:
+            raise ToolError(f"the todo list is over {MAX_TODO_CHARS:,} characters long (at item {i}); it is shown "
+                            "in every sub-agent's briefing, so keep each item to one short line.")
         seen.add(item_id)
         items.append({"id": item_id, "content": content, "status": t["status"]})
     active = [t["content"] for t in items if t["status"] == "in_progress"]
@@ -91,6 +110,11 @@ def _items(todos: Iterable[TodoItem]) -> list[dict[str, Any]]:
             "working on in_progress and set the others to pending or completed."
         )
     return items
+
+
+def _too_many() -> ToolError:
+    return ToolError(f"the todo list has more than {MAX_TODOS} items, the limit; plan in fewer, larger steps (every "
+                     "sub-agent you spawn gets your list in its briefing).")
 
 
 def todos_from_transcript(messages: Iterable[Message]) -> list[dict[str, Any]]:
