@@ -267,3 +267,18 @@ async def test_sandbox_level_and_team_fields(workdir: Path) -> None:
     assert seen[0]["sandbox_level"] == "danger-full-access"
     assert (seen[0]["team_name"], seen[0]["is_team_lead"]) == (None, False)
     assert (seen[1]["team_name"], seen[1]["is_team_lead"], seen[1]["agent_name"]) == ("t", True, "lead")
+
+
+def test_a_childs_briefing_caps_a_todo_list_set_from_python() -> None:
+    # todo_write bounds a list; one set from Python (ctx.todos) is not, and every child's prompt carried it whole.
+    from types import SimpleNamespace
+
+    from subagents.runtime.shared import spawn_briefing
+
+    todos = [{"id": str(i), "content": f"step {i} " + "x" * 50, "status": "pending"} for i in range(50_000)]
+    parent = SimpleNamespace(task_text="t", nickname="Ann", info=SimpleNamespace(agent_type="general-purpose"),
+                             core=SimpleNamespace(ctx=SimpleNamespace(todos=todos)))
+    text = spawn_briefing("", parent)  # type: ignore[arg-type]
+    assert len(text) < 25_000
+    assert text.endswith("[... 49,800 more items]")
+    assert "[ ] 0. step 0 " in text

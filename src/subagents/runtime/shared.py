@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..models.base import AgentInfo
 from ..tools.base import ToolContext
 from ..tools.notepad import NOTEPAD_LATEST
-from ..tools.todo import render_todos
+from ..tools.todo import MAX_TODO_CHARS, MAX_TODOS, render_todos
 from ..tools.todo_store import TodoStore
 from .factory import AgentFactory, ManagerSettings
 
@@ -85,8 +85,13 @@ def spawn_briefing(static: str, parent: AgentNode | None, *, task_chars: int = B
         parts.append(f"Your parent agent, {parent.nickname} ({parent.info.agent_type}), is working on this task:\n"
                      + "\n".join("> " + line for line in task.splitlines()))
         todos = parent.core.ctx.todos
-        if todos:
-            parts.append(render_todos(todos, "Its plan (todo list)"))
+        if todos:  # capped: a list set from Python (ctx.todos) skips todo_write's limits, and every child pays for it
+            plan = render_todos(todos[:MAX_TODOS], "Its plan (todo list)")
+            if len(plan) > MAX_TODO_CHARS:
+                plan = plan[:MAX_TODO_CHARS] + f" [... {len(plan) - MAX_TODO_CHARS:,} more characters]"
+            if len(todos) > MAX_TODOS:
+                plan += f"\n[... {len(todos) - MAX_TODOS:,} more items]"
+            parts.append(plan)
     return "\n\n".join(parts)
 
 

@@ -287,6 +287,8 @@ def _walk(value: Any, schema: Any, path: str) -> str | None:  # noqa: C901 - one
             if err:
                 return err
     elif isinstance(value, list):
+        if isinstance(most := schema.get("maxItems"), int) and len(value) > most:
+            return None  # not walked (a million items took seconds): the compiled check's own message says it
         items = schema.get("items")
         for i, v in enumerate(value):
             err = _walk(v, items, f"{path}[{i}]") if isinstance(items, Mapping) else _scan(v, f"{path}[{i}]")
