@@ -378,3 +378,31 @@ def test_walk_does_not_enter_a_directory_swapped_for_a_symlink(anchor: int, root
     assert "d/secret.txt" not in seen
     assert "link/secret.txt" not in seen
     assert seen <= {"d", "link", "d/in.txt", "link/in.txt"}
+
+
+def test_a_deep_tree_is_walked_whole_with_few_descriptors(tmp_path: Path) -> None:
+    # One descriptor per level: a tree 400 deep under a limit of 256 open files lost its deepest entries (EMFILE,
+    # skipped silently) and every other open of the process failed meanwhile.  Levels above MAX_OPEN are closed
+    # and opened again on the way back.
+    deep = tmp_path
+    for i in range(400):
+        deep = deep / f"d{i % 7}"
+        deep.mkdir()
+        (deep / "f.txt").write_text("")
+    (tmp_path / "d0" / "zz").mkdir()  # entered only after the walk climbed back up to a level it had closed
+    (tmp_path / "d0" / "zz" / "last.txt").write_text("")
+    anchor = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    fds: list[int] = []
+    try:
+        seen = []
+        for path, kind in walk_tree.walk(anchor, hidden=lambda p: False, follow=lambda p: walk_tree.MISSING):
+            seen.append((path, kind))
+            if len(seen) % 50 == 0:
+                fds.append(len(os.listdir("/proc/self/fd")))
+    finally:
+        os.close(anchor)
+    files = [p for p, k in seen if k == walk_tree.FILE]
+    assert len(files) == 401
+    assert files[-1] == "d0/zz/last.txt"
+    assert max(p.count("/") for p in files) == 400
+    assert max(fds) - min(fds) <= 66  # (MAX_OPEN + 2)

@@ -4,7 +4,7 @@ Directories are listed with ``os.scandir(fd)`` and entered with ``openat(dirfd, 
 O_DIRECTORY)``, so a directory swapped for a symlink is never followed and nothing is reached by a
 path that could have changed.  Symlinks are not entered either; the caller's ``follow`` says what one
 leads to (resolved beneath the workspace root), and entries it reports as outside or hidden are not
-listed at all.  At most one descriptor per level of depth is open at a time.
+listed at all.  At most one descriptor per level of depth is open at a time, and at most :data:`MAX_OPEN`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Generator, Iterator
 
-__all__ = ["DIR", "FILE", "HIDDEN", "LOOP", "MISSING", "OTHER", "OUTSIDE", "walk"]
+__all__ = ["DIR", "FILE", "HIDDEN", "LOOP", "MAX_OPEN", "MISSING", "OTHER", "OUTSIDE", "walk"]
 
 DIR, FILE, OTHER = "dir", "file", "other"
 """Kinds of entries: a directory, a regular file, anything else (FIFO, socket, device)."""
@@ -21,6 +21,8 @@ LOOP, MISSING = "loop", "missing"
 OUTSIDE, HIDDEN = "outside", "hidden"
 """What ``follow`` answers for symlinks that are never listed."""
 
+MAX_OPEN = 64
+"""Descriptors a walk holds at most (one per level of depth, up to this)."""
 _CHILD = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 Listing = Generator[tuple[str, str], None, list[str]]
@@ -64,6 +66,8 @@ def walk(dirfd: int, *, hidden: Callable[[str], bool], follow: Callable[[str], s
     subdirectories that cannot be opened (no permission, swapped for something else) are not entered.
     Symlinks that lead outside are left out unless ``links_out`` (then their kind is ``OUTSIDE``; what
     they point to is never opened).  ``dirfd`` stays the caller's; a listing error at the top propagates.
+    At most :data:`MAX_OPEN` descriptors are open at once, however deep the tree: deeper, the levels above are
+    closed and opened again (name by name, never through a symlink) when the walk climbs back to them.
     """
     top = os.dup(dirfd)
     stack: list[tuple[int, str, Iterator[str]]] = []
@@ -78,7 +82,11 @@ def walk(dirfd: int, *, hidden: Callable[[str], bool], follow: Callable[[str], s
             fd, sub, rest = stack[-1]
             name = next(rest, None)
             if name is None:
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
+                stack.pop()
+                continue
+            if fd < 0 and (fd := _reopen(stack)) < 0:  # gone or swapped meanwhile: its other entries too
                 stack.pop()
                 continue
             try:
@@ -95,6 +103,33 @@ def walk(dirfd: int, *, hidden: Callable[[str], bool], follow: Callable[[str], s
                 os.close(child)
                 raise
             stack.append((child, path, iter(subdirs)))
+            if len(stack) > MAX_OPEN + 1 and (old := stack[-MAX_OPEN - 1])[0] >= 0:
+                os.close(old[0])  # (the top one, the caller's copy, stays open: the way back down starts there)
+                stack[-MAX_OPEN - 1] = (-1, old[1], old[2])
     finally:
         for fd, _, _ in stack:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
+
+
+def _reopen(stack: list[tuple[int, str, Iterator[str]]]) -> int:
+    """Open the deepest level of ``stack`` again from the nearest level above that is open (stored in ``stack``);
+    -1 if a directory on the way is gone or is no longer a directory."""
+    j = len(stack) - 2
+    while stack[j][0] < 0:
+        j -= 1
+    fd, below = stack[j][0], stack[-1][1][len(stack[j][1]):].rstrip("/").split("/")
+    held = -1
+    try:
+        for part in below:
+            nxt = os.open(part, _CHILD, dir_fd=fd)
+            if held >= 0:
+                os.close(held)
+            fd = held = nxt
+    except OSError:
+        if held >= 0:
+            os.close(held)
+        return -1
+    _, sub, rest = stack[-1]
+    stack[-1] = (held, sub, rest)
+    return held
