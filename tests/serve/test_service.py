@@ -146,3 +146,30 @@ async def test_bad_input_is_a_tool_error(workdir: Path) -> None:
         assert "prompt" in await error(c, "spawn_agent", description="no prompt")
         said, _ = await call(c, "wait")
         assert said == "you have started no agents to wait for; start one with spawn_agent"
+
+
+async def test_the_agents_running_at_once_are_capped(workdir: Path) -> None:
+    # Without a cap a client started 2,000 background agents at once (each spending model calls).
+    async with Runtime(model, workdir=workdir, store="memory://") as rt, Client(build_server(rt, max_agents=2)) as c:
+        _, a = await call(c, "spawn_agent", prompt="hang", background=True)
+        _, b = await call(c, "spawn_agent", prompt="echo done", background=True)
+        await call(c, "wait", agent_ids=[b["agent_id"]], timeout_s=10)  # (finished: no longer counted)
+        _, d = await call(c, "spawn_agent", prompt="hang", background=True)
+        said = await error(c, "spawn_agent", prompt="echo three", background=True)
+        assert said.startswith("2 agents are running, the most this server runs at once (subagents serve "
+                               "--max-agents 2); wait for one to finish")
+        said = await error(c, "resume_agent", agent_id=b["agent_id"], message="echo again")
+        assert said.startswith("2 agents are running")
+        await call(c, "close_agent", agent_id=d["agent_id"])
+        _, r = await call(c, "resume_agent", agent_id=b["agent_id"], message="echo again")
+        assert r["status"] == "completed"
+        assert len(rt.agents()) == 3
+        await call(c, "close_agent", agent_id=a["agent_id"])
+
+
+def test_the_command_lines_default_cap_is_the_servers() -> None:
+    from subagents.cli.serve_cmd import serve
+    from subagents.serve.service import MAX_AGENTS
+
+    option = next(p for p in serve.params if p.name == "max_agents")
+    assert option.default == MAX_AGENTS

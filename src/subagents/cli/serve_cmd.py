@@ -43,10 +43,12 @@ MODE_CHOICES = [*MODES, *sorted(k for k in MODE_ALIASES if k[0].islower() and k[
               help="How bash is confined (default: [sandbox] mode, else auto).")
 @click.option("--max-threads", type=click.IntRange(min=1), help="Sub-agents running at once.")
 @click.option("--max-depth", type=click.IntRange(min=0), help="How deep sub-agents may nest.")
+@click.option("--max-agents", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Agents the clients may have running at once (their sub-agents count against --max-threads).")
 @click.pass_context
 def serve(ctx: click.Context, model_name: str | None, store: str | None, agent_paths: tuple[Path, ...],
           http_port: int | None, permission_mode: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
-          sandbox_mode: str | None, max_threads: int | None, max_depth: int | None) -> int:
+          sandbox_mode: str | None, max_threads: int | None, max_depth: int | None, max_agents: int) -> int:
     """Serve the runtime as MCP tools for Claude Code, Codex or any MCP client.
 
     Tools: spawn_agent, send_input, wait, close_agent, resume_agent, list_agents, status, result.
@@ -95,7 +97,7 @@ def serve(ctx: click.Context, model_name: str | None, store: str | None, agent_p
     if rt.sandbox_warning:
         click.echo(f"warning: {rt.sandbox_warning}", err=True)
     token = os.environ.get(TOKEN_ENV) or None  # (not an option: a command line is visible to every local user)
-    asyncio.run(serve_async(rt, ServeOptions(http_port=http_port, token=token)))
+    asyncio.run(serve_async(rt, ServeOptions(http_port=http_port, token=token, max_agents=max_agents)))
     return 0
 
 

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..exceptions import SubagentsError, UserError
 from ..runtime.runtime import Runtime
-from .service import AgentService
+from .service import MAX_AGENTS, AgentService
 from .stdio import run_stdio
 
 __all__ = ["INSTRUCTIONS", "TOKEN_ENV", "ServeOptions", "build_server", "serve"]
@@ -53,20 +53,23 @@ class ServeOptions:
     """Where the server tells where it listens (stderr: stdout carries the stdio protocol)."""
     token: str | None = None
     """HTTP: every request must carry ``Authorization: Bearer <token>`` (the port is open to every local user)."""
+    max_agents: int = MAX_AGENTS
+    """Agents the clients may have running at once (started or resumed by ``spawn_agent``/``resume_agent``)."""
 
 
-def build_server(rt: Runtime) -> MCPServer:
-    """An ``MCPServer`` whose tools act on ``rt`` (which must stay open while it serves)."""
+def build_server(rt: Runtime, max_agents: int = MAX_AGENTS) -> MCPServer:
+    """An ``MCPServer`` whose tools act on ``rt`` (which must stay open while it serves); at most ``max_agents`` of
+    the agents its clients start run at once."""
     server: MCPServer = MCPServer("subagents", instructions=INSTRUCTIONS, version=_version(),
                                   log_level="WARNING")
-    for fn in AgentService(rt).tools():
+    for fn in AgentService(rt, max_agents=max_agents).tools():
         server.add_tool(fn, structured_output=True)
     return server
 
 
 async def serve(rt: Runtime, options: ServeOptions) -> None:
     """Serve ``rt`` until the client goes away or SIGTERM, SIGINT or SIGHUP arrives; then close ``rt``."""
-    server = build_server(rt)
+    server = build_server(rt, options.max_agents)
     task = asyncio.current_task()
     assert task is not None
     http: list[_Uvicorn] = []

@@ -29,6 +29,9 @@ from .shapes import AgentOut, ListOut, SpawnOut, StatusOut, WaitOut, result_out
 
 __all__ = ["TOOL_NAMES", "AgentService"]
 
+MAX_AGENTS = 64
+"""``subagents serve --max-agents``'s default: agents the clients may have running at once (each spends model calls;
+their own sub-agents are bounded by ``--max-threads``)."""
 TOOL_NAMES = ("spawn_agent", "send_input", "wait", "close_agent", "resume_agent", "list_agents", "status", "result")
 WAIT_BUDGET = 45_000  # characters of results one wait returns, like the model-facing wait
 RESULT_MAX_CHARS = 200_000  # what ``result`` returns of one text
@@ -57,8 +60,9 @@ def _reply(text: str, data: Any) -> CallToolResult:
 class AgentService:
     """The eight tools; ``rt`` is the server's runtime, open for the server's whole life."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, *, max_agents: int = MAX_AGENTS) -> None:
         self.rt = rt
+        self.max_agents = max_agents
         # the root agents each client started, oldest first, by its MCP session id (stdio has one client: "")
         self.spawned: dict[str, list[str]] = {}
 
@@ -67,6 +71,16 @@ class AgentService:
         to the session its ``mcp-session-id`` names)."""
         headers = ctx.headers if ctx is not None else None
         return self.spawned.setdefault((headers or {}).get("mcp-session-id", ""), [])
+
+    def _room(self, also: str | None = None) -> None:
+        """Refuse a start while ``max_agents`` of the agents the clients started still run (``also``: being resumed)."""
+        nodes = self.rt.manager.nodes
+        live = {i for ids in self.spawned.values() for i in ids
+                if i != also and (n := nodes.get(i)) is not None and not n.status.is_final()}
+        if len(live) >= self.max_agents:
+            raise ToolError(f"{len(live)} agents are running, the most this server runs at once (subagents serve "
+                            f"--max-agents {self.max_agents}); wait for one to finish (wait) or close one "
+                            "(close_agent), then start this one")
 
     @property
     def _cap(self) -> int:
@@ -143,6 +157,7 @@ class AgentService:
         if not prompt.strip():
             raise ToolError("the prompt is empty; say what the agent should do")
         limits = Limits(max_turns=max_turns, timeout_s=timeout_s) if max_turns or timeout_s else None
+        self._room()
         h = await self.rt.spawn(prompt, agent_type, background=background, label=description or None,
                                 limits=limits, model=model)
         self._mine(ctx).append(h.id)
@@ -272,6 +287,7 @@ class AgentService:
         aid = self._resolve(agent_id)
         if self.rt.manager.find(aid) is None and (rec := self._record(aid)) is not None and not rec.is_final:
             raise ToolError(self._not_here(aid, "resume it"))  # (still running, in another process)
+        self._room(also=aid)
         h = await self.rt.resume(aid, message)
         if h.id not in (mine := self._mine(ctx)):
             mine.append(h.id)
