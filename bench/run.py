@@ -200,7 +200,7 @@ def main() -> None:
         r = log("subagents", run_json([PY, str(HERE / "sandbox.py"), "--n", "100" if a.quick else "200"], ROOT))
         for k in ("off", "bwrap", "landlock"):
             add("subagents", f"bash_{k}_ms", r["rows"][k]["median_us"] / 1e3)
-        add("subagents", "bash_bwrap_added_ms", r["added_over_off"]["bwrap"]["median_us"] / 1e3)
+        add("subagents", "bash_bwrap_added_ms", r["added_over_plain"]["bwrap"]["median_us"] / 1e3)
         progress(f"rep{rep} authority and sandbox measured")
 
     # (9) once: the sweeper over 100,000 finished runs, model calls over the real SDK, 100,000 queued children

@@ -6,11 +6,13 @@ Measures, interleaved in one process so that drift hits every row alike:
 
 - ``floor``: ``asyncio.create_subprocess_exec("/bin/true")`` and its ``wait()``: the cost of any
   child process from asyncio;
-- ``off``: the ``bash`` tool with ``[sandbox] mode = "off"`` (``/bin/bash -c true``, pipe, reap);
-- ``bwrap`` / ``landlock``: the same call through each sandbox backend.
+- ``plain``: the ``bash`` tool with ``[sandbox] mode = "off"`` and no reaper (``/bin/bash -c true``, pipe,
+  reap): an unconfined, unsupervised command, the base of the added costs;
+- ``off``: the same with the reaper commands without a PID namespace run under (``sandbox/supervisor.py``);
+- ``bwrap`` / ``landlock``: the same call through each sandbox backend (Landlock with the reaper).
 
-Prints ONE JSON line (median, mean, p10, p90 in µs per row, and the added cost of each backend
-over ``off``); a readable summary goes to stderr.
+Prints ONE JSON line (median, mean, p10, p90 in µs per row, and the added cost of ``off`` — the reaper —
+and of each backend over ``plain``); a readable summary goes to stderr.
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
 from subagents.tools.shell import bash
 
-MODES = ("off", "bwrap", "landlock")
+MODES = ("plain", "off", "bwrap", "landlock")
+
+
+class _Unsupervised(ShellSandbox):
+    """``mode = "off"`` without the reaper: the unconfined command alone, the base every cost is added to."""
+
+    @staticmethod
+    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, *, scope: bool) -> list[str]:
+        return argv
 
 
 async def main(n: int, warmup: int) -> dict[str, Any]:
@@ -45,9 +55,9 @@ async def main(n: int, warmup: int) -> dict[str, Any]:
             (root / name).mkdir()
         ctxs = {}
         for mode in MODES:
-            ws = Workspace(root, SandboxPolicy(mode=mode))
-            box = ShellSandbox(ws)
-            if box.backend != mode:
+            ws = Workspace(root, SandboxPolicy(mode="off" if mode == "plain" else mode))
+            box = (_Unsupervised if mode == "plain" else ShellSandbox)(ws)
+            if box.backend != ws.policy.mode:
                 raise SystemExit(f"backend {mode} is not available here: {box.unavailable()}")
             ctxs[mode] = ToolContext(agent=AgentInfo("b", "b", "general-purpose"), workspace=ws, sandbox=box)
 
@@ -69,9 +79,9 @@ async def main(n: int, warmup: int) -> dict[str, Any]:
                 if i >= warmup:
                     samples[name].append(dt)
     rows = {name: summ_us(xs) for name, xs in samples.items()}
-    added = {m: {"median_us": rows[m]["median_us"] - rows["off"]["median_us"],
-                 "mean_us": rows[m]["mean_us"] - rows["off"]["mean_us"]} for m in ("bwrap", "landlock")}
-    return {"bench": "sandbox", "n": n, "rows": rows, "added_over_off": added,
+    added = {m: {"median_us": rows[m]["median_us"] - rows["plain"]["median_us"],
+                 "mean_us": rows[m]["mean_us"] - rows["plain"]["mean_us"]} for m in ("off", "bwrap", "landlock")}
+    return {"bench": "sandbox", "n": n, "rows": rows, "added_over_plain": added,
             "stdev_us": {name: statistics.stdev([x * 1e6 for x in xs]) for name, xs in samples.items()}}
 
 
@@ -84,7 +94,7 @@ if __name__ == "__main__":
     for name, r in result["rows"].items():
         print(f"{name:>9}: median {r['median_us'] / 1000:6.2f} ms  mean {r['mean_us'] / 1000:6.2f} ms  "
               f"p90 {r['p90_us'] / 1000:6.2f} ms", file=sys.stderr)
-    for name, r in result["added_over_off"].items():
+    for name, r in result["added_over_plain"].items():
         print(f"{name:>9} adds: median {r['median_us'] / 1000:+.2f} ms, mean {r['mean_us'] / 1000:+.2f} ms",
               file=sys.stderr)
     print(json.dumps(result))
