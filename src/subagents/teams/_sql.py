@@ -46,6 +46,9 @@ def task_record(r: Sequence[Any], deps: Sequence[int]) -> TaskRecord:
     return TaskRecord(r[0], r[1], r[2], r[3], TaskStatus(r[4]), r[5], tuple(deps), r[6], r[7], r[8])
 
 
+_TEAM_ROWS = ("team_mail", "task_deps", "tasks", "team_members")
+"""The tables whose rows belong to a team (by its name), children first."""
+
 class SQLTeamStore:
     """The methods both SQL team stores run alike (see the module docstring)."""
 
@@ -116,6 +119,10 @@ class SQLTeamStore:
                                  "ON CONFLICT (name) DO NOTHING RETURNING name"),
                          (name, lead_id, at, description)).fetchone() is None:
                 raise rules.duplicate_team(name)
+            # a store this runtime writes never holds rows of a team that does not exist (delete_team removes them
+            # all); one that came with a project can: its planted mail and tasks must not reach the new team
+            for table in _TEAM_ROWS:
+                c.execute(self._q(f"DELETE FROM {table} WHERE team = ?"), (name,))
         return TeamRecord(name, lead_id, at, description)
 
     def get_team(self, name: str) -> TeamRecord | None:
@@ -137,9 +144,9 @@ class SQLTeamStore:
                                      f"ORDER BY {self.JOINED}"), (name, MemberStatus.SHUT_DOWN.value)).fetchall()
             if live:
                 raise rules.delete_refused(name, live)
-            for table, col in (("team_mail", "team"), ("task_deps", "team"), ("tasks", "team"),
-                               ("team_members", "team"), ("teams", "name")):
-                c.execute(self._q(f"DELETE FROM {table} WHERE {col} = ?"), (name,))
+            for table in _TEAM_ROWS:
+                c.execute(self._q(f"DELETE FROM {table} WHERE team = ?"), (name,))
+            c.execute(self._q("DELETE FROM teams WHERE name = ?"), (name,))
 
     # -- members --------------------------------------------------------------------------------
     def add_member(self, rec: MemberRecord) -> None:
