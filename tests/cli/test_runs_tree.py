@@ -49,3 +49,26 @@ def test_long_durations_read_in_hours_and_days() -> None:
     recs = [rec(ROOT, "boss", None, started_at=0.0, ended_at=3 * 3600 + 7 * 60 + 5),
             rec(KID, "scout", ROOT, started_at=NOW - 2 * 86400 - 5 * 3600, ended_at=None, status="running")]
     assert [ln.split()[4] for ln in tree_lines(recs[0], recs, NOW)[1:3]] == ["3h07m", "2d05h+"]
+
+
+def test_a_cycle_of_parent_ids_is_shown_once_not_for_ever() -> None:
+    # A store that came with a project (or was damaged) can say a run is its own parent, or its child's child.
+    root = rec(ROOT, "boss", ROOT)
+    kid = rec(KID, "scout", GRANDKID)
+    grandkid = rec(GRANDKID, "deep", KID)
+    lines = tree_lines(root, [root, kid, grandkid], NOW)
+    assert [ln.split()[0] for ln in lines[1:-1]] == ["boss"]
+    lines = tree_lines(kid, [root, kid, grandkid], NOW)
+    assert [ln.split()[0] for ln in lines[1:-1]] == ["scout", "deep"]
+
+
+def test_descendants_stop_at_a_cycle() -> None:
+    from subagents.cli.runs_text import descendants
+
+    kid, grandkid = rec(KID, "scout", GRANDKID), rec(GRANDKID, "deep", KID)
+
+    class Store:
+        def list_runs(self, **_: object) -> list[RunRecord]:
+            return [rec(ROOT, "boss", None), kid, grandkid]
+
+    assert [r.nickname for r in descendants(Store(), kid)] == ["deep"]  # type: ignore[arg-type]

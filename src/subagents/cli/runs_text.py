@@ -75,8 +75,12 @@ def descendants(store: Store, rec: RunRecord) -> list[RunRecord]:
         kids.setdefault(r.parent_id, []).append(r)
     out: list[RunRecord] = []
     todo = list(kids.get(rec.run_id, []))
+    seen = {rec.run_id}  # (a cycle of parent ids in a damaged or crafted store must not loop for ever)
     while todo:
         r = todo.pop()
+        if r.run_id in seen:
+            continue
+        seen.add(r.run_id)
         out.append(r)
         todo += kids.get(r.run_id, [])
     return out
@@ -90,8 +94,12 @@ def tree_lines(root: RunRecord, recs: list[RunRecord], now: float) -> list[str]:
         kids.setdefault(r.parent_id, []).append(r)
     order: list[tuple[int, RunRecord]] = []
     todo = [(0, root)]
+    seen: set[str] = set()  # (a cycle of parent ids: see descendants)
     while todo:
         depth, r = todo.pop()
+        if r.run_id in seen:
+            continue
+        seen.add(r.run_id)
         order.append((depth, r))
         todo += [(depth + 1, c) for c in reversed(kids.get(r.run_id, []))]
     heads = ["AGENT", *(f"{'  ' * d}{r.nickname} [{r.agent_type}] {r.status}{'/' + r.outcome if r.outcome else ''}"
