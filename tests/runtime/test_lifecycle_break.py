@@ -372,3 +372,22 @@ async def test_a_queued_childs_clock_starts_when_it_runs_even_after_a_message_re
     assert (done[b.id].outcome.value, done[b.id].text) == ("ok", "b done")
     assert seen[0][0] == "b"  # it ran its task (not ended at once by a clock started while it was queued)
     assert any("extra" in text for msgs in seen for text in msgs)  # and the message reached it
+
+
+async def test_a_runtime_whose_restore_fails_closes_its_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``async with`` does not call __aexit__ when __aenter__ raises: the SQLite writer process and the store stayed
+    # open (a shipped store with a row that cannot be read fails the restore).
+    from subagents.exceptions import StoreError
+    from subagents.runtime import runtime as runtime_module
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise StoreError("the run store is damaged")
+
+    monkeypatch.setattr(runtime_module, "restore_runs", broken)
+    rt = Runtime(FunctionModel(lambda req: "x"), workdir=tmp_path, store=f"sqlite:///{tmp_path / 'state.db'}")
+    with pytest.raises(StoreError, match="damaged"):
+        async with rt:
+            pass
+    proc = rt.store._w.proc  # type: ignore[attr-defined]
+    assert proc is None or proc.poll() is not None
+    assert rt.store._closed  # type: ignore[attr-defined]

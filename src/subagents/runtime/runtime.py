@@ -163,7 +163,11 @@ class Runtime:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> Runtime:
-        await self.restore()
+        try:
+            await self.restore()
+        except BaseException:  # (no __aexit__ follows: the store's writer process and the store are closed here)
+            await self.aclose()
+            raise
         if self._sweeper_task is None and self.remote is None:
             self._sweeper_task = self.manager.executor.start_service("subagents-sweeper", self.sweeper.run)
         return self
@@ -280,12 +284,10 @@ class Runtime:
             self._restored = True
             restore_teams(self.manager)  # (as restore() does: teams' agents come back with their roles)
             restore_runs(self.manager, on_restart=self.settings.on_restart)
-        parent_id = None
-        if parent is not None:
-            p = self.manager.find(parent)
-            if p is None:
-                raise SpawnError(f"no agent with id or nickname {parent!r} to spawn under")
-            parent_id = p.id
+        p = self.manager.find(parent) if parent is not None else None
+        if parent is not None and p is None:
+            raise SpawnError(f"no agent with id or nickname {parent!r} to spawn under")
+        parent_id = p.id if p is not None else None
         node = self.manager.spawn(agent_type=agent_type, prompt=prompt, parent_id=parent_id, limits=limits,
                                   model=model, background=background, label=label, cleanup=cleanup,
                                   isolation=isolation, inline=inline)
@@ -340,10 +342,8 @@ class Runtime:
     @routed
     def status(self, agent_id: str) -> Status:
         s = self.manager.status(agent_id)
-        if s is Status.NOT_FOUND:
-            rec = self._stored(agent_id)
-            if rec is not None:
-                return Status(rec.status)
+        if s is Status.NOT_FOUND and (rec := self._stored(agent_id)) is not None:
+            return Status(rec.status)
         return s
 
     @routed
