@@ -437,3 +437,29 @@ def test_a_file_system_without_hard_links_still_gets_a_key(monkeypatch: pytest.M
     assert key.secret is not None
     assert bytes.fromhex((config / "owner-key").read_text()) == key.secret
     assert [p.name for p in config.iterdir()] == ["owner-key"]
+
+
+async def test_many_foreign_runs_cost_one_check_per_owner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # A shipped store of 1,000,000 unfinished runs of one owner took 96 s at every start: the owner's key was
+    # checked (an HMAC, a config directory lookup) and its lease read once per run.
+    from subagents.runtime import recovery
+
+    other = as_another_user(monkeypatch, tmp_path)
+    db = tmp_path / "state.db"
+    seed(db, [run(f"r{i:04d}", other) for i in range(300)])
+    checks: list[str] = []
+    real = recovery.owned_by_this_user
+    monkeypatch.setattr(recovery, "owned_by_this_user", lambda owner: checks.append(owner) or real(owner))
+    leases: list[str] = []
+    real_lease = SQLiteStore.lease
+    monkeypatch.setattr(SQLiteStore, "lease", lambda self, owner: leases.append(owner) or real_lease(self, owner))
+    rt = Runtime(FunctionModel(lambda req: "x"), workdir=tmp_path, store=f"sqlite:///{db}")
+    try:
+        report, said = await restored(rt)
+    finally:
+        await rt.aclose()
+    assert report is not None
+    assert len(report.foreign) == 300
+    assert len(said) == 1
+    assert checks == [other]
+    assert leases == [other]

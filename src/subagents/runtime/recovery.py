@@ -264,9 +264,11 @@ def restore(mgr: AgentManager, *, on_restart: str = "resume", now: float | None 
     now = time.time() if now is None else now
     report = RestoreReport()
     store.flush()
+    gone: dict[str, bool] = {}  # by owner: a store of many runs of few owners asks for each lease once
     open_runs = [r for status in (str(Status.PENDING_INIT), str(Status.RUNNING))
                  for r in store.list_runs(include_archived=True, status=status)
-                 if r.run_id not in mgr.nodes and is_orphaned(store, r, now)]
+                 if r.run_id not in mgr.nodes and (gone[r.owner] if r.owner in gone else
+                                                   gone.setdefault(r.owner, is_orphaned(store, r, now)))]
     open_runs, foreign = foreign_runs(store, open_runs)
     report.foreign = [r.run_id for r in foreign]
     open_runs.sort(key=lambda r: r.created_at)
@@ -322,8 +324,10 @@ def foreign_runs(store: Store, orphans: list[RunRecord]) -> tuple[list[RunRecord
         return orphans, []
     mine: list[RunRecord] = []
     others: list[RunRecord] = []
+    ours: dict[str, bool] = {}  # by owner (an HMAC each: 1,000,000 runs of one shipped owner took 96 s)
     for r in orphans:
-        (mine if _takes_over(store, r.owner) else others).append(r)
+        taken = ours[r.owner] if r.owner in ours else ours.setdefault(r.owner, _takes_over(store, r.owner))
+        (mine if taken else others).append(r)
     problem = owner_key().problem
     if others or problem:
         others.sort(key=lambda r: r.created_at)
