@@ -228,3 +228,21 @@ def test_the_fast_message_encoder_matches_the_serializer() -> None:
             Message("user", [ToolResultBlock("t1", "ok"), ToolResultBlock("t2", "bad", is_error=True)]),
             Message("assistant", [])]
     assert [json.loads(message_json(m)) for m in msgs] == [message_to_dict(m) for m in msgs]
+
+
+def test_text_that_is_not_utf8_is_a_store_error_saying_what_to_do(tmp_path: Path) -> None:
+    # A store that came with a project (or was damaged) can hold bytes that are not UTF-8 in a text column; the
+    # error said "run 'subagents runs list' to check it", and runs list failed the same way.
+    db = tmp_path / "state.db"
+    s = SQLiteStore(db)
+    s.create_run(rec("r1"))
+    s.close()
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE runs SET nickname = CAST(x'ff' AS TEXT) WHERE run_id = 'r1'")
+    c.close()
+    s = SQLiteStore(db)
+    try:
+        with pytest.raises(StoreError, match=r"holds text that is not UTF-8 .*move it aside \(mv "):
+            s.get_run("r1")
+    finally:
+        s.close()

@@ -45,6 +45,11 @@ def store_error(path: Path, e: BaseException, doing: str) -> StoreError:
         return StoreError(
             f"the run store {path} is corrupt or not a SQLite database ({msg}); move it aside "
             f"(mv {path} {path}.bad) to start a new store, or restore it from a backup")
+    if "decode to utf-8" in low or isinstance(e, UnicodeDecodeError):
+        return StoreError(
+            f"the run store {path} holds text that is not UTF-8 ({msg}) while {doing}: it may have come with the "
+            f"project or been damaged; move it aside (mv {path} {path}.bad) to start a new store, or restore it "
+            "from a backup")
     if "readonly" in low or "unable to open" in low or "permission" in low or "disk i/o" in low \
             or isinstance(e, OSError):
         return StoreError(
