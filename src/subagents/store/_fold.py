@@ -73,7 +73,7 @@ _JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_JSON_COLS))
 _BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in sorted(_BOOL_COLS))
 _INSERT_RUN_PREFIX = "INSERT OR REPLACE INTO runs ({}) VALUES ".format(
     ", ".join(f'"{c}"' for c in (*RUN_COLUMNS, "prompt_key")))
-_ADD_PROMPTS = " ON CONFLICT (key) DO UPDATE SET refs = refs + excluded.refs"  # after the VALUES rows
+_ADD_PROMPTS = " ON CONFLICT (key) DO UPDATE SET text = excluded.text, refs = max(refs, 0) + excluded.refs"
 _MAX_PARAMS = 32_000  # bound parameters per statement (SQLite's limit: 32,766)
 # Deleting runs, one statement each per chunk of ids (``d``: the ids as a VALUES list): each run gives back
 # its use of its system prompt, then the runs, their transcripts, delivered announcements and audit go.
@@ -337,7 +337,7 @@ class Plan:
         if self.inserts:
             prompts: dict[str, list[Any]] = {}
             rows = [record_row(r, prompts) for r in self.inserts.values()]
-            if prompts:
+            if prompts:  # (a key already there takes this text: a shipped store may hold others under our keys)
                 _insert_rows(c, "INSERT INTO prompts (key, text, refs) VALUES ", 3,
                              [(k, t, n) for k, (t, n) in prompts.items()], _ADD_PROMPTS)
             _insert_rows(c, _INSERT_RUN_PREFIX, len(RUN_COLUMNS) + 1, rows)

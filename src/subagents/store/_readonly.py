@@ -40,7 +40,8 @@ from urllib.parse import quote
 from ..exceptions import StoreError
 from ._batch import _SWEEP_STEP
 from ._lease import new_owner_id
-from ._schema import RUN_COLUMNS, SCHEMA_VERSION
+from ._open import file_problem, refused_schema
+from ._schema import RUN_COLUMNS, SCHEMA_VERSION, schema_problem
 from ._sql_reads import SqlReads
 from ._support import store_error
 
@@ -142,6 +143,9 @@ class SQLiteReader(SqlReads):
     def _uri(self) -> tuple[str, bool]:
         """The URI to open (see the module docstring) and whether it is an unlocked, immutable snapshot."""
         p = self.path
+        problem = file_problem(p)  # (a FIFO: reading it would wait forever; a -shm that is a link: SQLite writes it)
+        if problem is not None:
+            raise StoreError(problem)
         try:
             with open(p, "rb") as f:
                 head = f.read(len(_HEADER))
@@ -218,9 +222,13 @@ class SQLiteReader(SqlReads):
         if version == 0 and not tables:
             raise NoStoreFile(f"the run store {self.path} is an empty SQLite database: no run has been recorded "
                               "in it yet")
-        if version == 0 or not {"runs", "transcript", "announcements"} <= tables:
+        if version <= 0 or not {"runs", "transcript", "announcements"} <= tables:
             raise StoreError(f"the run store {self.path} is a SQLite database but not a subagents store; point "
                              "--store (or [store] url) at a run store, e.g. .subagents/state.db")
+        problem = schema_problem(conn, version)  # (a view's SQL would run as it is read; one may never end)
+        if problem is not None:
+            raise refused_schema(self.path, problem)
+        conn.execute("PRAGMA trusted_schema=OFF")
         if version < SCHEMA_VERSION:
             _compat_views(conn, version)
         conn.execute("PRAGMA query_only=1")
@@ -251,6 +259,8 @@ class SQLiteReader(SqlReads):
             return self._unrecovered()
         if "not a database" in msg or "malformed" in msg or "corrupt" in msg or "locked" in msg or "busy" in msg:
             return store_error(self.path, e, f"{doing} for reading")
+        if "decode to utf-8" in msg:  # (text SQLite holds as it was given, not as subagents writes it)
+            return self._unreadable(f"text that is not UTF-8 ({e})")
         return StoreError(f"the run store {self.path} cannot be read ({e}) while {doing}; check that you may read the "
                           "file and its directory, or point --store at another file")
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import sqlite3
 
 __all__ = ["FINAL_SQL", "PROMPT_SQL", "RUN_COLUMNS", "SCHEMA_VERSION", "SWEEP_KEY", "V1_SCHEMA", "migrate",
-           "schema_version"]
+           "schema_problem", "schema_version"]
 
 SCHEMA_VERSION = 7
 
@@ -178,7 +178,8 @@ def schema_version(conn: sqlite3.Connection) -> int:
     found = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if found > SCHEMA_VERSION:
         raise ValueError(found)
-    if found == 0 and conn.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]:
+    if found < 0 or (found == 0 and conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+                     .fetchone()[0]):
         raise LookupError("the file holds tables but no subagents schema version")
     return found
 
@@ -195,3 +196,77 @@ def migrate(conn: sqlite3.Connection) -> tuple[int, int]:
             conn.execute(stmt)
         v += 1
     return found, v
+
+
+_TABLES: dict[int, dict[str, tuple[frozenset[str], bool]]] = {}  # version -> table -> (its columns, has a rowid)
+
+
+def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether ``SELECT rowid`` works on ``main.table`` (the reads order by it; a ``WITHOUT ROWID`` table has none)."""
+    try:
+        conn.execute(f'SELECT rowid FROM main."{table}" LIMIT 0')
+    except conn.OperationalError:  # (no such column: rowid)
+        return False
+    return True
+
+
+def tables_of(version: int) -> dict[str, tuple[frozenset[str], bool]]:
+    """The tables a store of schema ``version`` has, each with its columns and whether it has a rowid, as the
+    migrations make them (in memory)."""
+    got = _TABLES.get(version)
+    if got is None:
+        import sqlite3  # (only the runtime's process asks: not the writer process, which imports no wrapper)
+
+        mem = sqlite3.connect(":memory:")
+        try:
+            for v in range(version):
+                for stmt in _statements(_MIGRATIONS[v]):
+                    mem.execute(stmt)
+            names = [r[0] for r in mem.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                               "AND name NOT LIKE 'sqlite%'")]
+            got = _TABLES[version] = {t: (frozenset(r[1] for r in mem.execute(f'PRAGMA table_info("{t}")')),
+                                          _has_rowid(mem, t)) for t in names}
+        finally:
+            mem.close()
+    return got
+
+
+def _made_by_us(kind: str, sql: str | None) -> bool:
+    """Whether a ``sqlite_master`` row is of a kind the store makes: a table or an index (``sql`` NULL: one SQLite
+    made for a key).  What SQLite loads is what its SQL text says (its type column is not checked), so that is read."""
+    if sql is None:
+        return kind == "index"
+    words = sql.split(None, 3)[:3]
+    return [w.upper() for w in words[:2]] in (["CREATE", "TABLE"], ["CREATE", "INDEX"]) or \
+        [w.upper() for w in words] == ["CREATE", "UNIQUE", "INDEX"]
+
+
+def schema_problem(conn: sqlite3.Connection, version: int) -> str | None:
+    """What keeps the database on ``conn`` (``main``) from being used as a store of schema ``version`` — ``None``
+    when nothing does.
+
+    * A schema object the store never makes: a trigger (SQL someone else wrote, run by the store's own writes: it
+      could rewrite or delete this user's runs), a view (SQL run by a read, which may never end), a virtual table or a
+      generated column.  A store made by subagents has only tables and indexes.
+    * A table or column of that schema that is missing, or a table without the rowid its reads order by (reads and
+      writes would fail on it).
+    """
+    rows = conn.execute("SELECT type, name, sql FROM main.sqlite_master").fetchall()
+    alien = [f"{kind} {name!r}" for kind, name, sql in rows if not _made_by_us(kind, sql)]
+    if alien:
+        return (f"it holds {', '.join(alien[:5])}{' and more' if len(alien) > 5 else ''}: a subagents store has only "
+                "tables and indexes, and SQL of someone else's in a trigger or view would run as this store is "
+                "written or read")
+    tables = {name for kind, name, _ in rows if kind == "table"}
+    for table in sorted(tables):  # (hidden 2 or 3: a generated column, computed by SQL of its own)
+        if conn.execute("SELECT count(*) FROM pragma_table_xinfo(?, 'main') WHERE hidden > 1", (table,)).fetchone()[0]:
+            return f"its table {table!r} has generated columns, which a subagents store never has"
+    for table, (columns, rowid) in tables_of(version).items():
+        if table not in tables:
+            return f"it lacks the table {table} of schema {version}"
+        have = {r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?, 'main')", (table,))}
+        if not columns <= have:
+            return f"its table {table} lacks the columns {', '.join(sorted(columns - have))} of schema {version}"
+        if rowid and not _has_rowid(conn, table):
+            return f"its table {table} is a WITHOUT ROWID table, which it is not in schema {version}"
+    return None
