@@ -22,6 +22,9 @@ __all__ = ["FrontMatterError", "load_front_matter"]
 
 _NOT_PLAIN = frozenset("[{\"'|>&*!%@`")  # a value starting so is not a plain scalar: no lenient reading
 _KEY_LINE = re.compile(r"\A([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]+(.*))?\Z")
+_UNBUILT = (ValueError, KeyError, AttributeError, TypeError, OverflowError)
+"""What PyYAML's constructors raise besides ``YAMLError`` for a value they cannot build: ``2024-02-30`` (no such
+date), ``!!float abc``, ``!!bool maybe``, ``!!timestamp x``, an integer of over 4,300 digits."""
 
 
 class FrontMatterError(ValueError):
@@ -49,9 +52,14 @@ def load_front_matter(text: str, *, first_line: int = 1, lines: dict[str, int] |
                 if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
                     _note_key(found, str(key.value), key.start_mark.line + first_line)
         meta = None if node is None else loader.construct_document(node)
-    except yaml.YAMLError as strict:
+    except FrontMatterError:  # a key given twice
+        raise
+    except yaml.reader.ReaderError as e:  # a control character: no lenient reading (its line splitting differs)
+        line = first_line + text.count("\n", 0, e.position)
+        raise FrontMatterError(f"invalid YAML front matter: line {line}: {_why(e)}") from None
+    except (yaml.YAMLError, *_UNBUILT) as strict:
         found.clear()
-        return _lenient(text, str(strict).splitlines()[0], first_line, found)
+        return _lenient(text, _why(strict), first_line, found)
     except RecursionError:  # brackets nested thousands deep: no definition, and no traceback
         raise FrontMatterError("the front matter is nested too deeply to read") from None
     finally:
@@ -64,10 +72,19 @@ def load_front_matter(text: str, *, first_line: int = 1, lines: dict[str, int] |
     return meta, []
 
 
+def _why(e: Exception) -> str:
+    """The first line of what YAML said (a constructor's own error says which value it could not build)."""
+    import yaml
+
+    if isinstance(e, yaml.YAMLError):
+        return str(e).splitlines()[0]
+    return f"a value YAML cannot build ({type(e).__name__}: {str(e)[:100]})"
+
+
 def _note_key(lines: dict[str, int], key: str, n: int) -> None:
     """Record ``key``'s line; a key given twice is an error naming both lines."""
     if key in lines:
-        raise FrontMatterError(f"key {key!r} is given twice (lines {lines[key]} and {n}); keep one")
+        raise FrontMatterError(f"key {key[:80]!r} is given twice (lines {lines[key]} and {n}); keep one")
     lines[key] = n
 
 
@@ -109,9 +126,12 @@ def _lenient(text: str, strict: str, first_line: int, found: dict[str, int]) -> 
             if not isinstance(value, dict) or key not in value:
                 raise yaml.YAMLError("not a single key")
             meta[key] = value[key]
-        except yaml.YAMLError:
+        except RecursionError:
+            raise FrontMatterError(f"the front matter is nested too deeply to read (line {n})") from None
+        except (yaml.YAMLError, *_UNBUILT) as e:
             if lines[0].lstrip()[:1] in _NOT_PLAIN:  # a broken flow list, quoted string, block scalar...
-                raise FrontMatterError(f"invalid YAML front matter: line {n}: {strict}") from None
+                why = strict if isinstance(e, yaml.YAMLError) else _why(e)
+                raise FrontMatterError(f"invalid YAML front matter: line {n}: {why}") from None
             lenient.append(n)
             meta[key] = _raw(lines)
     return meta, lenient

@@ -57,7 +57,6 @@ _TOOL_ALIASES = {
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)??---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 _OPENED = re.compile(r"\A---[ \t]*\r?\n")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 @dataclass(slots=True)
@@ -78,7 +77,7 @@ class DefinitionSet:
         d = self.by_name.get(name)
         if d is None:
             known = ", ".join(sorted(self.by_name)) or "none"
-            raise DefinitionError(f"unknown agent type {name!r}; known types: {known}")
+            raise DefinitionError(f"unknown agent type {values.shown(name)}; known types: {known}")
         return d
 
     def __contains__(self, name: object) -> bool:
@@ -94,7 +93,8 @@ def _as_list(value: Any, key: str, source: str, *, map_tools: bool) -> list[str]
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
         items = [v.strip() for v in value if v.strip()]
     else:
-        raise DefinitionError(f"{source}: '{key}' must be a list of names or a comma-separated string, got {value!r}")
+        raise DefinitionError(f"{source}: '{key}' must be a list of names or a comma-separated string, "
+                              f"got {values.shown(value)}")
     if map_tools:
         items = [_TOOL_ALIASES.get(v.lower(), v) if v[:1].isupper() or v.lower() in _TOOL_ALIASES else v
                  for v in items]
@@ -119,17 +119,26 @@ def parse_definition(meta: dict[str, Any], body: str, *, source: str, default_na
             d.extra[str(raw_key)] = value
             continue
         if key in given:
-            raise DefinitionError(f"{source}: {given[key]!r} and {str(raw_key)!r} both set {key}; keep one")
+            raise DefinitionError(f"{source}: {values.shown(given[key])} and {values.shown(str(raw_key))} both set "
+                                  f"{key}; keep one")
         given[key] = str(raw_key)
         if value is None:
             continue
         _set(d, key, str(raw_key), value, source)
-    if not d.name or not _NAME.fullmatch(d.name):
-        raise DefinitionError(f"{source}: agent name {d.name!r} is missing or invalid; "
-                              "use letters, digits, '-', '_' or '.'")
-    if len(d.name) > values.MAX_NAME:
-        raise DefinitionError(f"{source}: agent name {d.name[:20]!r}... is longer than {values.MAX_NAME} characters")
+    values.agent_name(d.name, source)
+    _check_mcp(d.extra, source)
     return d
+
+
+def _check_mcp(extra: dict[str, Any], source: str) -> None:
+    """The definition's own MCP servers, checked as it is read (a wrong one skips this file, not every run made in
+    its project); nothing is started here."""
+    for raw_key, value in extra.items():
+        if raw_key.replace("-", "").replace("_", "").lower() == "mcpservers":
+            from ..mcp.config import definition_servers  # lazy: only for a definition that names MCP servers
+
+            values.small(value, raw_key, source)
+            definition_servers({raw_key: value}, source=source)
 
 
 _MOST = {"max_turns": values.MAX_TURNS, "timeout_s": values.MAX_TIMEOUT_S}
@@ -138,7 +147,8 @@ _MOST = {"max_turns": values.MAX_TURNS, "timeout_s": values.MAX_TIMEOUT_S}
 
 def _set(d: AgentDefinition, key: str, raw_key: str, value: Any, source: str) -> None:
     if key in ("tools", "disallowed_tools", "delegate_tools", "nickname_candidates"):
-        setattr(d, key, _as_list(value, raw_key, source, map_tools=key != "nickname_candidates"))
+        names = _as_list(value, raw_key, source, map_tools=key != "nickname_candidates")
+        setattr(d, key, values.denials(names, raw_key, source) if key == "disallowed_tools" else names)
     elif key in ("max_turns", "max_tokens"):
         setattr(d, key, values.number(values.yaml_number(value, True), raw_key, source, whole=True,
                                       most=_MOST.get(key)))
@@ -147,7 +157,7 @@ def _set(d: AgentDefinition, key: str, raw_key: str, value: Any, source: str) ->
                                             most=_MOST.get(key))))
     elif key == "background":
         if not isinstance(value, bool):
-            raise DefinitionError(f"{source}: 'background' must be true or false, got {value!r}")
+            raise DefinitionError(f"{source}: 'background' must be true or false, got {values.shown(value)}")
         d.background = value
     elif key == "model":
         m = values.model_name(value, raw_key, source)
@@ -160,16 +170,21 @@ def _set(d: AgentDefinition, key: str, raw_key: str, value: Any, source: str) ->
         setattr(d, key, values.text(value, raw_key, source).strip())
 
 
+_MAX_TYPOS = 64
+"""The most keys of its own a definition has checked for misspellings (each is a fuzzy match against ours)."""
+
+
 def _unknown_key_warnings(path: Path, d: AgentDefinition, lines: dict[str, int]) -> list[str]:
-    """One warning per ignored key that looks like a misspelt known one (other tools' keys stay silent)."""
+    """One warning per ignored key that looks like a misspelt known one (other tools' keys stay silent); only the
+    first :data:`_MAX_TYPOS` keys are looked at: a file of thousands of foreign keys is no file of typos."""
     out = []
-    for raw in d.extra:
+    for raw in list(d.extra)[:_MAX_TYPOS]:
         near = values.suggest(raw, _KEY_ALIASES)
         if near is None:
             continue
         canonical = _KEY_ALIASES[near]
         where = f"line {lines[raw]}: " if raw in lines else ""
-        msg = f"{path}: {where}unknown key {raw!r} (did you mean {canonical!r}?); it is ignored"
+        msg = f"{path}: {where}unknown key {values.shown(raw)} (did you mean {canonical!r}?); it is ignored"
         if canonical == "tools" and d.tools is None:
             msg += ", so this agent gets every tool"
         out.append(msg)
@@ -191,6 +206,10 @@ def parse_definition_file(path: Path, *, level: str = "project", warnings: list[
             raise DefinitionError(f"{path}: the front matter opened by '---' on line 1 is never closed; "
                                   "end it with a line '---' before the prompt")
         raise DefinitionError(f"{path}: no YAML front matter; start the file with '---', the keys, and '---'")
+    if len(m.group(1) or "") > values.MAX_FRONT_MATTER:
+        raise DefinitionError(f"{path}: the front matter (between the '---' lines) is over "
+                              f"{values.MAX_FRONT_MATTER // 1024} KB; an agent's keys fit in far less (its prompt "
+                              "goes below the closing '---')")
     key_lines: dict[str, int] = {}
     try:
         meta, lenient = load_front_matter(m.group(1) or "", first_line=2, lines=key_lines)  # line 1 is the '---'
@@ -273,6 +292,13 @@ def _load_extensions(out: DefinitionSet) -> None:
 def _checked(d: AgentDefinition, source: str) -> AgentDefinition:
     """A definition made in Python (``Runtime(agents=[...])``, an extension), checked as a file's values are: a wrong
     one is a :class:`DefinitionError` now, not an error first at spawn (or a silent unisolated run)."""
+    values.agent_name(d.name, source)
+    d.tools = values.name_list(d.tools, "tools", source, optional=True)
+    for key in ("disallowed_tools", "delegate_tools", "nickname_candidates"):
+        setattr(d, key, values.name_list(getattr(d, key), key, source))
+    values.denials(d.disallowed_tools, "disallowed_tools", source)
+    if not isinstance(d.background, bool):
+        raise DefinitionError(f"{source}: 'background' must be True or False, got {values.shown(d.background)}")
     if d.permission_mode is not None:
         d.permission_mode = values.mode(d.permission_mode, "permission_mode", source)
     if d.isolation is not None:
@@ -308,7 +334,7 @@ def load_definitions(
 
     out = DefinitionSet()
     for d in session:
-        out.add(_checked(d, f"agent definition {d.name!r}"))
+        out.add(_checked(d, f"agent definition {values.shown(d.name)}"))
     for sub in (".subagents", ".claude", ".qwen"):
         _load_dir(out, workdir / sub / "agents", "project")
     _untrusted_models(out, workdir, user_dir or user_config_dir(), trusted)

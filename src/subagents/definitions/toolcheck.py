@@ -22,7 +22,7 @@ from typing import Any
 
 from .model import AgentDefinition
 
-__all__ = ["MISSING_TOOL_REASONS", "no_usable_tool", "tool_warning", "unknown_tools"]
+__all__ = ["MISSING_TOOL_REASONS", "inert_denials", "no_usable_tool", "tool_warning", "unknown_tools"]
 
 MISSING_TOOL_REASONS = {
     "WebSearch": "no provider-native web search here",
@@ -64,7 +64,11 @@ def unknown_tools(d: AgentDefinition, known: Collection[str], *, mcp_servers: Co
     servers = None if mcp_servers is None else {*mcp_servers, *_own_servers(d.extra)}
     out: list[tuple[str, str]] = []
     for name in dict.fromkeys([*(d.tools or ()), *d.delegate_tools]):
-        if name in known or name == "*" or (any(c in name for c in "*?") and not name.startswith("mcp__")):
+        if name in known or (name == "*" and name in d.delegate_tools):  # delegate_tools "*": all the parent has
+            continue
+        if any(c in name for c in "*?[") and not name.startswith("mcp__"):  # the fence takes names, not globs
+            out.append((name, "a pattern, and only mcp__ names may be patterns here; list the tools by name"
+                        + (" (or remove 'tools' to give every tool)" if name == "*" else "")))
             continue
         if name.startswith("mcp__"):
             server = name[5:].split("__", 1)[0]
@@ -76,6 +80,14 @@ def unknown_tools(d: AgentDefinition, known: Collection[str], *, mcp_servers: Co
     return out
 
 
+def inert_denials(d: AgentDefinition, known: Collection[str]) -> list[str]:
+    """Names in ``d.disallowed_tools`` that deny nothing because no tool here has them, though one was likely meant:
+    a misspelling (``write_fle``) leaves the tool allowed (the loader refuses patterns and rules, ``Bash(rm:*)``).
+    Claude Code tools this runtime lacks (``WebSearch``) and ``mcp__`` names are not reported."""
+    return [n for n in d.disallowed_tools if n not in known and n not in MISSING_TOOL_REASONS
+            and not n.startswith("mcp__")]
+
+
 def no_usable_tool(d: AgentDefinition, unknown: Collection[str]) -> bool:
     """Whether ``d`` names tools and every one of them is unknown (an empty ``tools:`` list is meant)."""
     return bool(d.tools) and all(n in unknown for n in d.tools or ())
@@ -85,12 +97,20 @@ def tool_warning(d: AgentDefinition, known: Collection[str], *, mcp_servers: Col
                  ) -> str | None:
     """One warning for ``d`` naming each unknown tool and why (``None`` when all are known)."""
     missing = unknown_tools(d, known, mcp_servers=mcp_servers)
-    if not missing:
+    inert = inert_denials(d, known)
+    if not missing and not inert:
         return None
-    listed = "; ".join(f"{n}: {why}" for n, why in missing)
-    msg = f"agent type {d.name!r} ({d.source}) lists tools it cannot have: {listed}"
-    if no_usable_tool(d, {n for n, _ in missing}):
-        msg += " — it has no usable tool left, so spawning it fails; fix its 'tools:' line"
-    else:
-        msg += " (they are left out)"
+    msg = f"agent type {d.name!r} ({d.source})"
+    if missing:
+        listed = "; ".join(f"{n}: {why}" for n, why in missing)
+        msg += f" lists tools it cannot have: {listed}"
+        if no_usable_tool(d, {n for n, _ in missing}):
+            msg += " — it has no usable tool left, so spawning it fails; fix its 'tools:' line"
+        else:
+            msg += " (they are left out)"
+    if inert:
+        msg += (f"{';' if missing else ''} disallows {', '.join(inert)}, which "
+                f"{'is no tool' if len(inert) == 1 else 'are no tools'} here, so nothing is denied by "
+                f"{'it' if len(inert) == 1 else 'them'}; name the tools exactly as listed by 'subagents agents show' "
+                "(read_file, bash, ...)")
     return msg

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import reprlib
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,14 +24,85 @@ from ..authority.names import MODES, canonical_mode
 from ..exceptions import DefinitionError
 from ..limits import MAX_TIMEOUT_S, MAX_TURNS
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NAME", "MAX_TIMEOUT_S", "MAX_TURNS", "isolation", "mode", "model_name", "number",
-           "read_text", "suggest", "text", "yaml_number"]
+__all__ = ["MAX_FILE_BYTES", "MAX_FRONT_MATTER", "MAX_NAME", "MAX_TIMEOUT_S", "MAX_TURNS", "agent_name", "denials",
+           "isolation", "mode", "model_name", "name_list", "number", "read_text", "shown", "small", "suggest", "text",
+           "yaml_number"]
 
 MAX_FILE_BYTES = 1024 * 1024
 """A definition file larger than this is skipped: it is a prompt, not a data set."""
+MAX_FRONT_MATTER = 64 * 1024
+"""The largest front matter (the keys between the ``---`` lines; the prompt below may fill the file): more is no
+definition, and pure-Python YAML would take seconds to read it on every command."""
 MAX_NAME = 64
 """The longest agent name (it is typed in permission rules and shown in every listing)."""
-_SCIENTIFIC = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+_SCIENTIFIC = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)[eE][-+]?\d+")
+"""A float literal with an exponent, matching each digit one way only (``\\d+\\.?\\d*`` took seconds to refuse
+a string of ten thousand digits, and hours for a megabyte)."""
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdict = 8
+_REPR.maxlevel, _REPR.maxlong = 3, 40
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short: a YAML alias bomb (lists of lists of aliases, 9**12 strings) or a megabyte of text
+    in a message would take minutes and gigabytes to print in full."""
+    try:
+        out = _REPR.repr(value)
+    except ValueError:  # an int past Python's digit limit
+        return f"<a {type(value).__name__} too large to show>"
+    return out if len(out) <= 200 else out[:196] + "...."
+
+
+def small(value: Any, key: str, source: str, *, most: int = 10_000) -> Any:
+    """``value`` if it holds at most ``most`` items counted through every list and mapping (a YAML alias counted
+    each time it is used): a value that is read item by item, whose error message shows it, cannot be a bomb of
+    aliases (``[*a, *a, ...]`` nine deep: 9**9 items from a few lines) or a list that holds itself."""
+    todo, seen = [value], 0
+    while todo:
+        v = todo.pop()
+        seen += 1
+        if seen > most:
+            raise DefinitionError(f"{source}: '{key}' holds over {most} items (YAML aliases repeated?); "
+                                  "write it out plainly")
+        if isinstance(v, dict):
+            todo.extend(v.keys())
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+    return value
+
+
+def denials(names: list[str], key: str, source: str) -> list[str]:
+    """``disallowed_tools`` names, none a pattern or a rule: the fence denies tools by exact name (only ``mcp__``
+    names are globs), so ``write_*`` or Claude Code's ``Bash(rm:*)`` would deny nothing and leave the tool allowed."""
+    for n in names:
+        if not n.startswith("mcp__") and any(c in n for c in "*?[("):
+            raise DefinitionError(f"{source}: '{key}' entry {shown(n)} is a pattern or a rule, and would deny nothing "
+                                  "here (only mcp__ names may be patterns); list the tools to deny by name, e.g. "
+                                  "[write_file, edit_file, bash]")
+    return names
+
+
+def agent_name(name: Any, source: str) -> str:
+    """A name of letters, digits, ``-``, ``_`` and ``.`` (starting with a letter or digit), at most :data:`MAX_NAME`."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise DefinitionError(f"{source}: agent name {shown(name)} is missing or invalid; "
+                              "use letters, digits, '-', '_' or '.'")
+    if len(name) > MAX_NAME:
+        raise DefinitionError(f"{source}: agent name {name[:20]!r}... is longer than {MAX_NAME} characters")
+    return name
+
+
+def name_list(value: Any, key: str, source: str, *, optional: bool = False) -> list[str] | None:
+    """A list (or tuple) of names made in Python; a string is refused (its letters would be the names:
+    ``disallowed_tools="bash"`` would deny ``b``, ``a``, ``s`` and ``h``, and leave ``bash`` allowed)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise DefinitionError(f"{source}: '{key}' must be a list of names, got {shown(value)}")
+    return list(value)
 
 
 def text(value: Any, key: str, source: str) -> str:
@@ -38,14 +110,14 @@ def text(value: Any, key: str, source: str) -> str:
     if isinstance(value, bool):
         raise DefinitionError(f"{source}: '{key}' must be text, got {value!r} (quote it)")
     if isinstance(value, (dict, list, tuple, set)):
-        raise DefinitionError(f"{source}: '{key}' must be text, got {value!r}")
+        raise DefinitionError(f"{source}: '{key}' must be text, got {shown(value)}")
     return str(value)
 
 
 def model_name(value: Any, key: str, source: str) -> str:
     """A model string (or ``inherit``), not empty."""
     if not isinstance(value, str) or not value.strip():
-        raise DefinitionError(f"{source}: '{key}' must be 'inherit' or a model string, got {value!r}")
+        raise DefinitionError(f"{source}: '{key}' must be 'inherit' or a model string, got {shown(value)}")
     return value.strip()
 
 
@@ -57,7 +129,7 @@ def mode(value: Any, key: str, source: str) -> str:
     except ValueError:
         pass
     raise DefinitionError(f"{source}: '{key}' must be one of {', '.join(MODES)} "
-                          f"(or Claude Code's acceptEdits, bypassPermissions), got {value!r}")
+                          f"(or Claude Code's acceptEdits, bypassPermissions), got {shown(value)}")
 
 
 def isolation(value: Any, key: str, source: str) -> str | None:
@@ -67,7 +139,7 @@ def isolation(value: Any, key: str, source: str) -> str | None:
         return "worktree"
     if v in ("none", ""):
         return None
-    raise DefinitionError(f"{source}: '{key}' must be 'worktree' (or 'none'), got {value!r}")
+    raise DefinitionError(f"{source}: '{key}' must be 'worktree' (or 'none'), got {shown(value)}")
 
 
 def number(value: Any, key: str, source: str, *, whole: bool, most: float | None = None) -> float | int:
@@ -78,9 +150,9 @@ def number(value: Any, key: str, source: str, *, whole: bool, most: float | None
         kind = "a positive whole number" if whole else "a positive number"
         hint = (" (write it without an exponent, e.g. 1000 for 1e3)"
                 if isinstance(value, str) and _SCIENTIFIC.fullmatch(value.strip()) else "")
-        raise DefinitionError(f"{source}: '{key}' must be {kind}, got {value!r}{hint}")
+        raise DefinitionError(f"{source}: '{key}' must be {kind}, got {shown(value)}{hint}")
     if most is not None and value > most:
-        raise DefinitionError(f"{source}: '{key}' must be at most {most:.0f}, got {value!r}")
+        raise DefinitionError(f"{source}: '{key}' must be at most {most:.0f}, got {shown(value)}")
     return int(value) if whole else float(value)
 
 

@@ -166,7 +166,7 @@ class AgentFactory:
             known = {t.name for t in self.tools}
             missing = unknown_tools(d, known, mcp_servers=self.mcp_servers)
             unknown = tuple(n for n, _ in missing)
-            warning = tool_warning(d, known, mcp_servers=self.mcp_servers) if missing else None
+            warning = tool_warning(d, known, mcp_servers=self.mcp_servers)  # (also: a misspelt disallowed name)
             if warning:
                 logging.getLogger("subagents.runtime").warning("%s", warning)
             self._checked[key] = (unknown, d)
