@@ -7,19 +7,27 @@ processes that cost ~2 ms (Perl is part of every Debian/Ubuntu base system; a Py
 cost ~20 ms per command):
 
 - **the leader** (``S``): the process the runtime started, first of the command's process group; it only
-  waits for the reaper and ends as the command did (same exit code, or killed by the same signal);
+  waits for the reaper and ends as the command did (same exit code, or killed by the same signal; with core
+  dumps off, so that no core file of Perl's replaces the command's).  It also watches the runtime (a pidfd):
+  should the runtime end without killing the group (``SIGKILL``, a crash), it ends, and the reaper sweeps.
+  The group's ``SIGTERM``, ``SIGINT`` and ``SIGHUP`` end it too until the command has joined the group (so a
+  command killed as it starts never runs), and are the command's alone after;
 - **the reaper** (``R``), in a process group of its own: ``PR_SET_CHILD_SUBREAPER``, so every process
   the command starts, however it detaches, is re-parented to it, never to init; ``PR_SET_PDEATHSIG`` so
   that it learns when the leader is killed (the runtime killing the command's group at a timeout);
 - **the command** (``C``): joins the leader's process group (the runtime's signals reach it as before),
   and under Landlock (ABI ≥ 6) enters a nested domain that scopes signals: it cannot signal the reaper or
-  the leader (``kill -9 $PPID`` fails), nor ``ptrace`` them.
+  the leader (``kill -9 $PPID`` fails), nor ``ptrace`` them, and a seccomp filter keeps it from setting
+  their resource limits (``prlimit --pid $PPID --cpu=0`` would end the reaper as surely as a signal).
 
-When the command ends, or the leader is killed, the reaper SIGKILLs its children again and again,
-reaping each, until it has none left (a killed process's children are re-parented to it in turn), then
-ends.  The command's ``SUBAGENTS_COMMAND`` tag (:data:`~.procs.TAG_VAR`) is set in the command's
-environment only, so the runtime's tag sweep (a second line) never kills the reaper in the middle of
-its work.
+When the command ends, what is left of its process group gets ``SIGTERM`` (unless that is what ended
+the command: the runtime sent it to the group) and up to a second to end, as the runtime's own kill gives
+it (:data:`~.shell.KILL_GRACE_S`).  Then, or as soon as the leader is killed, the reaper SIGKILLs its
+children again and again, reaping each, until it has none left (a killed process's children are
+re-parented to it in turn), then ends.  The command's ``SUBAGENTS_COMMAND`` tag (:data:`~.procs.TAG_VAR`)
+is set in the command's environment only, so the runtime's tag sweep (a second line) never kills the
+reaper in the middle of its work.  Perl's own variables (``PERL5OPT``, ``PERL_UNICODE``...) move to the
+command's environment too: the supervisor runs without them.
 
 Limits: in ``mode = "off"`` and under Landlock before ABI 6 (Linux < 6.12), a command can kill the
 reaper first, then detach; the tag sweep remains for those.  Supported where ``prctl``'s number is
@@ -29,54 +37,73 @@ elsewhere.
 
 from __future__ import annotations
 
+import errno
 import os
 import platform
 import shutil
 import signal
+import struct
 from collections.abc import Sequence
 from functools import cache
 
 __all__ = ["REAPER_SCRIPT", "perl", "supervisor_argv"]
 
-_PRCTL_NR = {"x86_64": 157, "amd64": 157, "aarch64": 167, "arm64": 167, "riscv64": 167}
+_X86 = ((0xC000003E, 302), (0xC000003E, 0x40000000 | 302), (0x40000003, 340))
+_ARM = ((0xC00000B7, 261), (0x40000028, 369))
+_RISCV = ((0xC00000F3, 261), (0x400000F3, 261))
+_MACHINES = {"x86_64": (157, _X86), "amd64": (157, _X86), "aarch64": (167, _ARM), "arm64": (167, _ARM),
+             "riscv64": (167, _RISCV)}
+"""Machine: ``prctl``'s number, and ``(AUDIT_ARCH_*, prlimit64's number)`` for each ABI a process can use
+there (x86-64: native, x32, i386; aarch64: native, 32-bit ARM; riscv64: native, rv32)."""
 
 REAPER_SCRIPT = r"""
-my ($nr, $usr2, $scope) = splice(@ARGV, 0, 3); $0 = 'subagents: command';
+my ($nr, $usr2, $scope, $runtime) = splice(@ARGV, 0, 4); $0 = 'subagents: command';
 my @edits; while (@ARGV && $ARGV[0] ne '--') { push @edits, shift @ARGV } shift @ARGV;
 my ($leader, $group, $main, $status) = ($$, getpgrp(), 0, undef);
-sub up { my $s = shift; $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR2);
-  if ($s & 127) { kill($s & 127, $$); select(undef, undef, undef, 0.05) } exit($s & 127 ? 128 + ($s & 127) : $s >> 8) }
-$SIG{$_} = sub {} for qw(TERM INT HUP);
+sub up { my $s = shift; if ($s & 127) { $SIG{$_} = 'DEFAULT' for keys %SIG; syscall($nr + 0, 4, 0, 0, 0, 0);
+    kill($s & 127, $$); select(undef, undef, undef, 0.05) } exit($s & 127 ? 128 + ($s & 127) : $s >> 8) }
+my $rt = syscall(434, $runtime + 0, 0); exit 137 if getppid() != $runtime;
+$SIG{USR1} = sub { $SIG{$_} = sub {} for qw(TERM INT HUP) };
 my $r = fork(); defined $r or die "subagents: cannot start the command: fork: $!\n";
-if ($r) { close STDIN; close STDOUT; close STDERR; my $p; do { $p = waitpid($r, 0) } until $p == $r || $p < 0;
+if ($r) { close STDIN; close STDOUT; close STDERR; my ($rp, $v, $o, $p) = (syscall(434, $r, 0), '');
+  if ($rt >= 0 && $rp >= 0) { vec($v, $_, 1) = 1 for $rt, $rp;
+    1 until select($o = $v, undef, undef, undef) > 0; exit 137 unless vec($o, $rp, 1) }
+  do { $p = waitpid($r, 0) } until $p == $r || $p < 0;
   up($p == $r ? $? : 137 << 8) }
-sub kids { my @k; if (open(my $f, '<', "/proc/$$/task/$$/children")) { local $/; return split(' ', <$f> // '') }
-  opendir(my $d, '/proc') or return (); for my $e (readdir $d) { next unless $e =~ /^\d+$/;
-    open(my $f, '<', "/proc/$e/stat") or next; my $l = <$f> // '';
-    push(@k, $e) if $l =~ /\)\s+\S+\s+(\d+)/ && $1 == $$ }
-  return @k }
+sub stat_of { open(my $f, '<', "/proc/$_[0]/stat") or return (); my $l = <$f> // '';
+  return $l =~ /.*\)\s+(\S+)\s+(\d+)\s+(\d+)/s ? ($1, $2, $3) : () }
+sub kids { if (open(my $f, '<', "/proc/$$/task/$$/children")) { local $/; return split(' ', <$f> // '') }
+  opendir(my $d, '/proc') or return (); return grep { /^\d+$/ && ((stat_of($_))[1] // 0) == $$ } readdir $d }
+sub rest { for (kids()) { my @s = stat_of($_); return 1 if @s && $s[0] !~ /[ZX]/ && $s[2] == $group } return 0 }
+sub grace { return if $group != $leader || waitpid(-1, 1) < 0 || !rest();
+  if (($status & 127) != 15 && opendir(my $d, '/proc')) {  # the group but its leader (it may not ignore it yet)
+    kill('TERM', grep { /^\d+$/ && $_ != $leader && ((stat_of($_))[2] // 0) == $group } readdir $d) }
+  my ($end, $t) = (time + 2, 0.001);
+  for (1 .. 100) { last if time > $end || !rest(); select(undef, undef, undef, $t); $t = 0.01 if ($t *= 2) > 0.01 } }
 sub sweep { my $end = time + 30; while (1) { my @k = kids(); kill('KILL', @k) if @k; my $p;
     while (($p = waitpid(-1, 1)) > 0) { $status = $? if $p == $main && !defined $status }
     return if $p < 0 || time > $end; select(undef, undef, undef, 0.001) unless @k } }
-setpgrp(0, 0); $0 = 'subagents: reaper';
+setpgrp(0, 0); $0 = 'subagents: reaper'; $SIG{$_} = sub {} for qw(TERM INT HUP);
 my $reaping = syscall($nr + 0, 36, 1, 0, 0, 0) == 0;
 $SIG{USR2} = sub { sweep(); exit 137 };
 syscall($nr + 0, 1, $usr2 + 0, 0, 0, 0);
 if (getppid() != $leader) { exit 137 }
 $main = fork(); defined $main or die "subagents: cannot start the command: fork: $!\n";
-if ($main == 0) { $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR2); setpgrp(0, $group) or exit 137;
+if ($main == 0) { $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2); setpgrp(0, $group) or exit 137;
+  kill('USR1', $leader);
   for (@edits) { if (/^([^=]+)=(.*)$/s) { $ENV{$1} = $2 } else { delete $ENV{$_} } }
-  if ($scope) { my $attr = pack('QQQ', 0, 0, 3); my $fd = syscall(444, $attr, 24, 0);
-    if ($fd < 0 || syscall(446, $fd, 0) != 0) {
-      print STDERR "subagents: cannot confine the command's signals: $!\n"; exit 126 } }
+  if ($scope) { my ($attr, $f) = (pack('QQQ', 0, 0, 3), pack('H*', $scope)); my $fd = syscall(444, $attr, 24, 0);
+    my $prog = pack('S x![P] P', length($f) / 8, $f);
+    if ($fd < 0 || syscall(446, $fd, 0) != 0 || syscall($nr + 0, 22, 2, $prog, 0, 0) != 0) {
+      print STDERR "subagents: cannot confine the command: $!\n"; exit 126 } }
   exec { $ARGV[0] } @ARGV; print STDERR "$ARGV[0]: $!\n"; exit 127 }
 close STDIN; close STDOUT; close STDERR;
 until (defined $status) { my $p = waitpid(-1, 0); if ($p == $main) { $status = $? } elsif ($p < 0) { last } }
-sweep() if $reaping; up($status // 0);
+if ($reaping) { grace(); sweep() } up($status // 0);
 """
-"""The supervisor (see the module docstring).  Arguments: ``prctl``'s number, ``SIGUSR2``'s, ``1`` to scope
-the command's signals with Landlock, environment edits for the command (``NAME=VALUE`` sets, ``NAME``
-removes), ``--``, the command."""
+"""The supervisor (see the module docstring).  Arguments: ``prctl``'s number, ``SIGUSR2``'s, ``0`` or the
+seccomp filter (hex) that the command gets with Landlock's signal scope, the runtime's PID, environment edits
+for the command (``NAME=VALUE`` sets, ``NAME`` removes), ``--``, the command."""
 
 
 @cache
@@ -96,12 +123,32 @@ def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: S
     move to the command's own environment.  ``scope``: the command enters a Landlock domain of its own that
     scopes signals (ABI ≥ 6 only).
     """
-    nr, binary = _PRCTL_NR.get(platform.machine().lower()), perl()
-    if nr is None or binary is None or not os.path.isdir("/proc/self"):
+    machine, binary = _MACHINES.get(platform.machine().lower()), perl()
+    if machine is None or binary is None or not os.path.isdir("/proc/self"):
         return None
-    edits = [f"{k}={env.pop(k)}" for k in command_only if k in env]
-    if "PERL_BADLANG" not in env:  # no "Setting locale failed" from Perl on every command (the command's own
-        env["PERL_BADLANG"] = "0"  # environment does not get it)
+    # Perl's own settings (PERL5OPT, PERL_UNICODE...) are the command's: the supervisor runs without them
+    names = [k for k in command_only if k in env] + [k for k in env if k.startswith("PERL") and k not in command_only]
+    edits = [f"{k}={env.pop(k)}" for k in names]
+    if "PERL_BADLANG" not in names:
         edits.append("PERL_BADLANG")
-    return [binary, "-e", REAPER_SCRIPT, str(nr), str(int(signal.SIGUSR2)), "1" if scope else "0", *edits, "--",
-            *argv]
+    env["PERL_BADLANG"] = "0"  # no "Setting locale failed" from Perl on every command
+    return [binary, "-e", REAPER_SCRIPT, str(machine[0]), str(int(signal.SIGUSR2)),
+            _no_prlimit(machine[1]) if scope else "0", str(os.getpid()), *edits, "--", *argv]
+
+
+def _no_prlimit(abis: tuple[tuple[int, int], ...]) -> str:
+    """A seccomp filter, in hex: ``prlimit64`` setting a limit of another process fails with ``EPERM``.
+
+    Landlock does not cover it, and a command could end its reaper that way (``prlimit --pid $PPID --cpu=0``),
+    or starve the runtime of file descriptors.  Queries, and limits of the caller itself (``pid`` 0:
+    ``ulimit``, ``prlimit --nofile=N command``) pass.
+    """
+    ld, jeq, ret, allow, eperm = 0x20, 0x15, 0x06, 0x7FFF0000, 0x00050000 | errno.EPERM
+    n, prog = 4 * len(abis), []
+    for i, (arch, nr) in enumerate(abis):  # (code, jt, jf, k); a jump lands 1 + offset further on
+        prog += [(ld, 0, 0, 4), (jeq, 0, 2, arch), (ld, 0, 0, 0), (jeq, n - 4 * i - 3, 0, nr)]
+    prog += [(ret, 0, 0, allow),
+             (ld, 0, 0, 16), (jeq, 5, 0, 0),  # pid 0: the caller
+             (ld, 0, 0, 32), (jeq, 0, 2, 0), (ld, 0, 0, 36), (jeq, 1, 0, 0),  # no new limit: a query
+             (ret, 0, 0, eperm), (ret, 0, 0, allow)]
+    return b"".join(struct.pack("<HBBI", *insn) for insn in prog).hex()
