@@ -9,6 +9,7 @@ with the mark runs once the ``bash`` tool returned (or the command was killed).
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -159,3 +160,24 @@ def test_this_machine_has_the_reaper() -> None:
     # The tests above must not pass by accident on a machine without it (they would test the fallback).
     assert supervisor.perl() is not None
     assert supervisor.supervisor_argv(["true"], env={}, command_only=[], scope=False) is not None
+
+
+@pytest.mark.parametrize("network", [False, True])
+@pytest.mark.parametrize("reaper", [True, False])
+async def test_a_landlock_command_cannot_set_another_processs_limits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, network: bool, reaper: bool) -> None:
+    # Landlock does not cover prlimit(): a command could set the runtime's limits (no file descriptors, a CPU
+    # limit that kills it), with or without the network, with or without the reaper.
+    import resource
+
+    if not reaper:
+        monkeypatch.setattr(supervisor, "perl", lambda: None)
+    before = resource.getrlimit(resource.RLIMIT_CORE)
+    box = ShellSandbox(Workspace(tmp_path, SandboxPolicy(mode="landlock", network=network)))
+    me = os.getpid()
+    proc = await box.spawn(["bash", "-c", f"prlimit --pid {me} --core=0:0; echo set=$?; "
+                                          f"prlimit --pid {me} --core > /dev/null; echo query=$?; "
+                                          "ulimit -n 64; echo own=$?"])
+    out, _ = await proc.communicate()
+    assert out.decode().split() == ["set=1", "query=0", "own=0"]
+    assert resource.getrlimit(resource.RLIMIT_CORE) == before

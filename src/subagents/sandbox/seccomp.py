@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from .landlock import _libc
 
-__all__ = ["socket_filter"]
+__all__ = ["command_filters", "socket_filter"]
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -75,6 +75,31 @@ def socket_filter() -> Callable[[], None] | None:
     prctl = _libc().prctl
 
     def install() -> None:
+        keep = array  # the filter must stay alive until the call
+        if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0 or keep is None:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+    return install
+
+
+def command_filters(*, network: bool) -> Callable[[], None] | None:
+    """What a Landlock command gets: :func:`socket_filter` with the network off, and always a filter refusing
+    ``prlimit`` on another process (Landlock does not cover it: a command could set the runtime's limits, e.g.
+    ``--nofile=0`` or ``--cpu=1``, or end its reaper, :mod:`.supervisor`); ``None`` where neither is known."""
+    from .supervisor import no_prlimit_filter
+
+    sockets = None if network else socket_filter()
+    data = no_prlimit_filter()
+    if data is None:
+        return sockets
+    n = len(data) // ctypes.sizeof(_Insn)
+    array = (_Insn * n).from_buffer_copy(data)
+    prog = _Prog(n, ctypes.cast(array, ctypes.POINTER(_Insn)))
+    prctl = _libc().prctl
+
+    def install() -> None:
+        if sockets is not None:
+            sockets()
         keep = array  # the filter must stay alive until the call
         if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0 or keep is None:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")

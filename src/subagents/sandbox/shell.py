@@ -281,7 +281,7 @@ class ShellSandbox:
 
     def _landlock(self, temp_dir: Path, writable: bool) -> Ruleset:
         from . import landlock
-        from .seccomp import socket_filter
+        from .seccomp import command_filters
 
         extra = []
         if self.policy.network:
@@ -293,8 +293,7 @@ class ShellSandbox:
         except OSError as e:
             raise SandboxUnavailable(f"Commands cannot run: the Landlock sandbox could not be set up ({e}). "
                                      f"{_HOW_TO}") from e
-        if not self.policy.network:
-            rs.seccomp = socket_filter()
+        rs.seccomp = command_filters(network=self.policy.network)
         return rs
 
     def _seatbelt(self, temp_dir: Path, writable: bool) -> str:

@@ -46,7 +46,7 @@ import struct
 from collections.abc import Sequence
 from functools import cache
 
-__all__ = ["REAPER_SCRIPT", "perl", "supervisor_argv"]
+__all__ = ["REAPER_SCRIPT", "no_prlimit_filter", "perl", "supervisor_argv"]
 
 _X86 = ((0xC000003E, 302), (0xC000003E, 0x40000000 | 302), (0x40000003, 340))
 _ARM = ((0xC00000B7, 261), (0x40000028, 369))
@@ -134,6 +134,12 @@ def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: S
     env["PERL_BADLANG"] = "0"  # no "Setting locale failed" from Perl on every command
     return [binary, "-e", REAPER_SCRIPT, str(machine[0]), str(int(signal.SIGUSR2)),
             _no_prlimit(machine[1]) if scope else "0", str(os.getpid()), *edits, "--", *argv]
+
+
+def no_prlimit_filter() -> bytes | None:
+    """The seccomp program of :func:`_no_prlimit` for this machine (``struct sock_filter`` s), ``None`` elsewhere."""
+    machine = _MACHINES.get(platform.machine().lower())
+    return None if machine is None else bytes.fromhex(_no_prlimit(machine[1]))
 
 
 def _no_prlimit(abis: tuple[tuple[int, int], ...]) -> str:
