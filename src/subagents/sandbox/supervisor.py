@@ -3,7 +3,7 @@
 Without a PID namespace (the Landlock backend, ``mode = "off"``) a command's processes can leave its
 process group (``setsid``), re-parent themselves to init (a double fork) and clear the environment that
 would give them away (``env -i``).  So such a command is started through a small supervisor, two Perl
-processes that cost ~2 ms (Perl is part of every Debian/Ubuntu base system; a Python supervisor would
+processes that cost ~6 ms (Perl is part of every Debian/Ubuntu base system; a Python supervisor would
 cost ~20 ms per command):
 
 - **the leader** (``S``): the process the runtime started, first of the command's process group; it only
