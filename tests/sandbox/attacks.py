@@ -90,6 +90,27 @@ async def run(ctx: ToolContext, command: str, timeout_s: float = 30) -> str:
     return await bash.call({"command": command, "timeout_s": timeout_s}, ctx)
 
 
+class OneBackend:
+    """Fixtures for tests against one backend (``mode``): a bare workspace, its sandbox and a tool context."""
+
+    mode: ClassVar[str]
+
+    @pytest.fixture
+    def ws(self, tmp_path: Path) -> Path:
+        (tmp_path / "src").mkdir()
+        return tmp_path
+
+    @pytest.fixture
+    def box(self, ws: Path) -> ShellSandbox:
+        box = ShellSandbox(Workspace(ws, SandboxPolicy(mode=self.mode)))
+        assert box.backend == self.mode, f"{self.mode} does not work here: {box.unavailable()}"
+        return box
+
+    @pytest.fixture
+    def ctx(self, box: ShellSandbox) -> ToolContext:
+        return ToolContext(agent=AgentInfo("a1", "a1", "general-purpose"), workspace=box.workspace, sandbox=box)
+
+
 class AttackSuite:
     """The attacks; ``mode`` is the backend under test."""
 

@@ -25,18 +25,16 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
 from procutil import SANDBOX_PYTHON
 from subagents.exceptions import ToolError
-from subagents.models.base import AgentInfo
-from subagents.sandbox import SandboxPolicy, Workspace, supervisor
+from subagents.sandbox import supervisor
 from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
 
-from .attacks import eventually, marked, marker, run
+from .attacks import OneBackend, eventually, marked, marker, run
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or supervisor.perl() is None,
                                 reason="the reaper runs on Linux, with perl")
@@ -73,25 +71,8 @@ def _kill(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-class _Broken:
+class _Broken(OneBackend):
     """The attacks against one backend (``mode``)."""
-
-    mode: ClassVar[str]
-
-    @pytest.fixture
-    def ws(self, tmp_path: Path) -> Path:
-        (tmp_path / "src").mkdir()
-        return tmp_path
-
-    @pytest.fixture
-    def box(self, ws: Path) -> ShellSandbox:
-        box = ShellSandbox(Workspace(ws, SandboxPolicy(mode=self.mode)))
-        assert box.backend == self.mode, f"{self.mode} does not work here: {box.unavailable()}"
-        return box
-
-    @pytest.fixture
-    def ctx(self, box: ShellSandbox) -> ToolContext:
-        return ToolContext(agent=AgentInfo("a1", "a1", "general-purpose"), workspace=box.workspace, sandbox=box)
 
     @pytest.fixture
     def usr1_ignored(self) -> Iterator[None]:

@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
@@ -24,7 +23,7 @@ from subagents.sandbox import SandboxPolicy, Workspace, supervisor
 from subagents.sandbox.shell import ShellSandbox, kill_all_process_groups
 from subagents.tools.base import ToolContext
 
-from .attacks import eventually, marked, marker, run
+from .attacks import OneBackend, eventually, marked, marker, run
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock and the reaper are Linux only")
 
@@ -44,22 +43,8 @@ ESCAPES = {
 WAIT = "; for i in $(seq 300); do pgrep -f 'sleep {mark}' > /dev/null && break; sleep 0.01; done; echo started"
 
 
-class _Reaped:
+class _Reaped(OneBackend):
     """The escapes against one backend (``mode``)."""
-
-    mode: ClassVar[str]
-
-    @pytest.fixture
-    def ws(self, tmp_path: Path) -> Path:
-        (tmp_path / "src").mkdir()
-        return tmp_path
-
-    @pytest.fixture
-    def ctx(self, ws: Path) -> ToolContext:
-        workspace = Workspace(ws, SandboxPolicy(mode=self.mode))
-        box = ShellSandbox(workspace)
-        assert box.backend == self.mode, f"{self.mode} does not work here: {box.unavailable()}"
-        return ToolContext(agent=AgentInfo("a1", "a1", "general-purpose"), workspace=workspace, sandbox=box)
 
     @pytest.mark.parametrize("name", list(ESCAPES))
     async def test_nothing_outlives_its_command(self, name: str, ctx: ToolContext) -> None:
