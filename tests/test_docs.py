@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from subagents.config import load_settings
+from subagents.exceptions import ConfigError
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -61,6 +62,18 @@ def test_the_security_toml_example_loads(tmp_path: Path) -> None:
     s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
     assert (s.sandbox_mode, s.sandbox_network, s.protect) == ("auto", False, ["deploy", "secrets.env"])
     assert s.env_passthrough == ["CARGO_HOME", "MYAPP_*"]
+
+
+def test_the_security_user_file_example_loads_from_the_user_file_only(tmp_path: Path) -> None:
+    user = tmp_path / "xdg" / "subagents" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text(blocks("security.md", "toml")[1])
+    s = load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
+    assert (s.private_home, s.home_read, s.unprotect) == (True, ["~/.m2"], [".claude"])
+    (tmp_path / ".subagents").mkdir()
+    (tmp_path / ".subagents" / "config.toml").write_text(blocks("security.md", "toml")[1])
+    with pytest.raises(ConfigError, match="private_home is read only from your user config file"):
+        load_settings(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, trust=True)
 
 
 def test_the_teams_example(tmp_path: Path) -> None:

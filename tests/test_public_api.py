@@ -55,8 +55,9 @@ DOC_MODULES = [
     "subagents.runtime.runtime", "subagents.tools.base", "subagents.models.function",
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
     "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",
-    "subagents.sandbox.env", "subagents.sandbox.policy", "subagents.sandbox.workspace", "subagents.engines.local",
-    "subagents.engines.inline", "subagents.ids", "subagents.runtime.notices", "subagents.trust",
+    "subagents.sandbox.env", "subagents.sandbox.home", "subagents.sandbox.policy", "subagents.sandbox.workspace",
+    "subagents.engines.local", "subagents.engines.inline", "subagents.ids", "subagents.runtime.notices",
+    "subagents.trust",
 ]
 
 

@@ -11,10 +11,9 @@ Every key, its type, default, meaning and environment variable is declared once,
 {keys}
 
 Lists (``allow``, ``protect``, ...) add up: the user file's entries, then the project file's, then
-the environment's and the arguments'.
-
-Unknown sections or keys and values of the wrong type raise :class:`ConfigError` naming the file,
-the key and the expected type (and the nearest known key).  API keys are masked whenever settings are shown.
+the environment's and the arguments'.  Unknown sections or keys and values of the wrong type raise
+:class:`ConfigError` naming the file, the key and the expected type (and the nearest known key).  API keys are
+masked whenever settings are shown.
 """
 
 from __future__ import annotations
@@ -111,6 +110,8 @@ class Settings:
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # [mcp.servers.NAME]: name -> mcp.McpServerConfig
     announce_steer: bool = _d("announce.steer")
     web_allow_private_hosts: list[str] = field(default_factory=list)
+    private_home: bool = _d("sandbox.private_home")
+    home_read: list[str] = field(default_factory=list)
     trusted: bool = True  # the project's settings were all applied (subagents.trust); load_settings decides
     ignored: dict[str, str] = field(default_factory=dict)  # what an untrusted project asked for -> its file
 

@@ -1,6 +1,6 @@
 """A project configuration an agent plants in a subdirectory is a project of its own, not trusted: a later
 run started there ignores what would widen it (here: ``[sandbox] mode = "off"`` and a ``.mcp.json`` server
-run unconfined).  Was a known gap (``test_known_gaps.py``) until trust was per directory (subagents.trust)."""
+run unconfined).  Was a known gap until trust was per directory (subagents.trust)."""
 
 from __future__ import annotations
 

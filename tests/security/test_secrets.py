@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import Home
-from .kit import Call, attack, core, edit, find, grep, ls, populate_workspace, ran, read, run_child, sh
+from .kit import Call, attack, core, edit, find, grep, ls, marker, populate_workspace, ran, read, run_child, sh
 
 LAYOUTS = ["beside-home", "inside-home", "is-home"]
 
@@ -150,3 +150,13 @@ def test_shell_cannot_read_the_runtime_process(ws: Path, api_keys: dict[str, str
     assert all(ran(s["content"]) for s in steps), run.transcript()
     routes = [n for n, s in zip(names, steps, strict=True) if any(k in s["content"] for k in core(api_keys))]
     assert not routes, f"the keys reached the agent through {routes}:\n{run.transcript()}"
+
+
+async def test_an_api_key_in_the_project_config_is_not_readable(ws: Path) -> None:
+    """The project's config is hidden from agents (it may hold an api_key), not only protected from writes."""
+    key = "sk-proj-" + marker("CFGKEY")
+    with (ws / ".subagents" / "config.toml").open("a") as f:
+        f.write(f'\n[providers.openai]\napi_key = "{key}"\n')
+    a = await attack(ws, [read(".subagents/config.toml"), sh("cat .subagents/config.toml")])
+    a.assert_completed()
+    a.assert_no_leak(key)

@@ -5,7 +5,8 @@ command line that runs a command confined.  The view it builds, in this order:
 
 1. ``--ro-bind / /``: the whole host read-only; ``--dev /dev`` (a minimal ``/dev``), a fresh
    ``--proc /proc`` for the new PID namespace (no host process, no ``/proc/<runtime>/environ``);
-2. private ``--tmpfs /tmp`` (before the workspace, which may live under ``/tmp``) and
+2. private ``--tmpfs /tmp`` (before the workspace, which may live under ``/tmp``), an empty ``--tmpfs`` over a
+   private ``$HOME`` with what commands need read back read-only (:mod:`.home`), and
    ``--tmpfs /run`` (and ``/var/run`` if it is a directory): a UNIX socket on a read-only mount can
    still be connected to (``docker.sock``, D-Bus, ``$XDG_RUNTIME_DIR``), so none is reachable;
    abstract sockets are cut by the network namespace;
@@ -82,9 +83,22 @@ def _within(paths: Iterable[str]) -> Callable[[str], bool]:
     return lambda p: p in exact or p.startswith(dirs)
 
 
-def _visible(p: str, root: str) -> bool:
-    """Whether ``p`` is seen from inside at all (not under a masked dir, unless under the workspace)."""
-    return _under(p, root) or not any(_under(p, m) for m in MASKED_DIRS)
+def _visible(p: str, root: str, home: str | None = None, reads: Sequence[str] = ()) -> bool:
+    """Whether ``p`` is seen from inside at all: under the workspace or a path read back from a private ``home``,
+    or under neither a masked dir nor that home."""
+    if _under(p, root) or any(_under(p, r) for r in reads):
+        return True
+    return not any(_under(p, m) for m in MASKED_DIRS) and not (home is not None and _under(p, home))
+
+
+def _private_home(ws: Workspace) -> list[str]:
+    """An empty tmpfs over a private home, and what is read back from it, read-only (:mod:`.home`)."""
+    if ws.private_home is None:
+        return []
+    args = ["--tmpfs", str(ws.private_home)]
+    for p in sorted(str(r) for r in ws.home_reads):  # a parent before what lies in it
+        args += ["--ro-bind-try", p, p]
+    return args
 
 
 _SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -193,11 +207,13 @@ def _resolv_conf_target() -> list[str]:
     return []
 
 
-def _hide(root: str, paths: Iterable[Path], readonly: list[str], writable: bool) -> list[str]:
+def _hide(root: str, paths: Iterable[Path], readonly: list[str], writable: bool, ws: Workspace) -> list[str]:
     """Mask the hidden paths seen from inside (see the module docstring, step 5)."""
     args: list[str] = []
     hidden = {os.path.realpath(h) if os.path.islink(h) else str(h) for h in paths}
-    hidden = {h for h in hidden if _visible(h, root)}
+    home = str(ws.private_home) if ws.private_home is not None else None
+    reads = [str(r) for r in ws.home_reads]
+    hidden = {h for h in hidden if _visible(h, root, home, reads)}
     existing = {h for h in hidden if os.path.lexists(h)}
     snapshots: set[str] = set()
     for h in sorted(hidden - existing):
@@ -235,6 +251,7 @@ def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd
             args += ["--tmpfs", m]
     if network:
         args += _resolv_conf_target()
+    args += _private_home(ws)
     args += ["--bind" if writable else "--ro-bind", root, root]
     readonly = [str(p) for p in ws.shell_readonly]
     readonly = [p for p in readonly if p != root and _under(p, root)]
@@ -246,6 +263,6 @@ def bwrap_argv(binary: str, ws: Workspace, *, network: bool, writable: bool, cwd
                 args += ["--ro-bind", p, p]
         for g in sorted(str(g) for g in (missing_protected(ws, hidden) if guard is None else guard)):
             args += ["--tmpfs", g, "--remount-ro", g]  # an empty read-only directory
-    args += _hide(root, hidden, readonly, writable)
+    args += _hide(root, hidden, readonly, writable, ws)
     args += ["--chdir", str(cwd or root), "--"]
     return args

@@ -17,7 +17,8 @@ runner kills whole process groups at exit).
 What a confined command gets (Landlock is an allowlist: nothing is denied, only granted):
 
 - read, list and execute everything except the hidden paths: the grant is placed on the siblings
-  along the way to each hidden path instead of on ``/``; ``/tmp`` and ``/run`` (other commands'
+  along the way to each hidden path instead of on ``/``; a private ``$HOME`` is not granted but for what
+  commands need (:mod:`.home`), ``/tmp`` and ``/run`` (other commands'
   files, sockets, ``/run/secrets``) are not granted either, nor ``/dev`` but for ``null``, ``zero``,
   ``full``, ``random``, ``urandom`` (not the user's terminal).  A grant covers all beneath it, so
   the directories along the way cannot be *listed* (``ls /``, ``ls ~`` fail; ``ls /usr`` works);
@@ -225,12 +226,14 @@ def _add_path(fd: int, path: str, access: int, handled: int) -> None:
 
 
 def build_ruleset(*, root: Path, writable: bool, readonly: Sequence[Path], hidden: Iterable[Path],
-                  temp_dir: Path, network: bool, extra_read: Iterable[Path] = ()) -> Ruleset:
+                  temp_dir: Path, network: bool, extra_read: Iterable[Path] = (), home: Path | None = None,
+                  home_read: Iterable[Path] = ()) -> Ruleset:
     """Build the ruleset for one command (see the module docstring for what it grants).
 
     ``root`` is the workspace, ``readonly`` the paths in it the shell may not write, ``hidden``
     the paths no process may read, ``temp_dir`` the command's private writable temp dir,
-    ``extra_read`` paths to grant read on even under :data:`MASKED` (``resolv.conf``'s target).
+    ``extra_read`` paths to grant read on even under :data:`MASKED` (``resolv.conf``'s target); ``home`` a private
+    home directory (nothing under it is granted but the workspace and ``home_read``, see :mod:`.home`).
     Raises :class:`OSError` when Landlock is not available.
     """
     abi = abi_version()
@@ -247,9 +250,10 @@ def build_ruleset(*, root: Path, writable: bool, readonly: Sequence[Path], hidde
         hidden_set = frozenset(str(h) for h in hidden)
         masked = frozenset(m for m in MASKED if os.path.isdir(m) and not os.path.islink(m))
         ws = str(root)
-        _expand("/", READ, hidden_set | masked, grants)
-        _expand(ws, READ, hidden_set, grants)  # the workspace may itself live under /tmp
-        for p in extra_read:
+        private = frozenset((str(home),)) if home is not None else frozenset()
+        _expand("/", READ, hidden_set | masked | private, grants)
+        _expand(ws, READ, hidden_set, grants)  # the workspace may itself live under /tmp (or home)
+        for p in (*extra_read, *(Path(os.path.realpath(r)) for r in home_read if home is not None)):
             _expand(str(p), READ, hidden_set, grants)
         if writable:  # never the root itself: new top-level names could be protected ones
             no_write = hidden_set | frozenset(str(p) for p in readonly)

@@ -33,7 +33,8 @@ DEFAULT_HIDDEN: tuple[str, ...] = (".subagents/state.db", ".subagents/state.db-w
 
 CREDENTIAL_PATHS: tuple[str, ...] = (
     "~/.ssh", "~/.aws", "~/.gnupg", "~/.netrc", "~/.git-credentials", "~/.docker", "~/.kube",
-    "~/.config/gcloud", "~/.npmrc", "~/.pypirc",
+    "~/.config/gcloud", "~/.npmrc", "~/.pypirc", "~/.cargo/credentials", "~/.cargo/credentials.toml",
+    "~/.config/git/credentials",
 )
 """Where credentials usually live in ``$HOME``: hidden from every agent tool and from the shell."""
 
@@ -46,6 +47,8 @@ class SandboxPolicy:
     ``off`` (unconfined, loudly).  ``protect`` / ``deny_read`` add paths (relative to the workspace,
     absolute, or ``~/...``); ``unprotect`` removes default protected paths (read from the user's own
     config file only).  ``env_passthrough`` names extra environment variables child processes get.
+    ``private_home``: the shell sees none of ``$HOME`` but the workspace, the toolchains on ``PATH``, git's
+    config and ``home_read`` (see :mod:`~subagents.sandbox.home`; both from the user's own config file only).
     """
 
     mode: str = "auto"
@@ -57,6 +60,8 @@ class SandboxPolicy:
     allow_git: bool = False
     allow_hardlinks: bool = False
     allow_other_devices: bool = False
+    private_home: bool = True
+    home_read: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in SANDBOX_MODES:
@@ -70,4 +75,5 @@ class SandboxPolicy:
         return cls(mode=mode or s.sandbox_mode, network=s.sandbox_network, protect=t(s.protect),
                    unprotect=t(s.unprotect), deny_read=t(s.deny_read), env_passthrough=t(s.env_passthrough),
                    allow_git=s.allow_git, allow_hardlinks=s.allow_hardlinks,
-                   allow_other_devices=s.allow_other_devices)
+                   allow_other_devices=s.allow_other_devices, private_home=s.private_home,
+                   home_read=t(s.home_read))

@@ -60,6 +60,7 @@ from ..exceptions import ToolError
 from . import backends
 from . import bwrap as _bwrap
 from .env import scrubbed_env
+from .home import reachable
 from .policy import SandboxPolicy
 from .procs import TAG_VAR, group_alive, kill_tagged, reap, signal_group
 from .supervisor import supervisor_argv
@@ -274,10 +275,9 @@ class ShellSandbox:
         return supervisor_argv(argv, env=env, command_only=[TAG_VAR], scope=scope) or argv
 
     def _hidden(self) -> list[Path]:
-        """The hidden paths (symlinks resolved, so the grant or mask lands on what they point to)."""
-        home = str(self.workspace.home)
-        paths = [*self.workspace.hidden, *(Path(home + p[1:]) for p in SHELL_HIDDEN)]
-        return [Path(os.path.realpath(h)) if os.path.islink(h) else h for h in paths]
+        """The hidden paths as a command reaches them (:func:`.home.reachable`: the grant or mask lands on each)."""
+        ws = self.workspace
+        return reachable([*ws.hidden, *(Path(str(ws.home) + p[1:]) for p in SHELL_HIDDEN)], ws.home_reads)
 
     def _landlock(self, temp_dir: Path, writable: bool) -> Ruleset:
         from . import landlock
@@ -289,7 +289,8 @@ class ShellSandbox:
         try:
             rs = landlock.build_ruleset(root=self.workspace.root, writable=writable,
                                         readonly=self.workspace.shell_readonly, hidden=self._hidden(),
-                                        temp_dir=temp_dir, network=self.policy.network, extra_read=extra)
+                                        temp_dir=temp_dir, network=self.policy.network, extra_read=extra,
+                                        home=self.workspace.private_home, home_read=self.workspace.home_reads)
         except OSError as e:
             raise SandboxUnavailable(f"Commands cannot run: the Landlock sandbox could not be set up ({e}). "
                                      f"{_HOW_TO}") from e

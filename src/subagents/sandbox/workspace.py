@@ -30,6 +30,7 @@ from pathlib import Path
 from ..exceptions import ToolError
 from ..trust import SETTINGS_ENTRIES, projects_within, trusted_within
 from . import access
+from .home import home_reads, private_home
 from .policy import CREDENTIAL_PATHS, DEFAULT_HIDDEN, DEFAULT_PROTECTED, SandboxPolicy
 
 __all__ = ["Workspace"]
@@ -37,6 +38,18 @@ __all__ = ["Workspace"]
 
 _PREFIXES: dict[int, tuple[tuple[Path, ...], frozenset[str], tuple[str, ...]]] = {}
 
+
+
+def _with_real(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """``paths``, each followed by where it really is when a directory on the way is a link (``~/.config ->
+    ~/dotfiles/config``): a file there is reached, and must be refused, by either name."""
+    out: dict[Path, None] = {}
+    for p in paths:
+        out[p] = None
+        real = Path(os.path.realpath(p))
+        if real != p:
+            out[real] = None
+    return tuple(out)
 
 def _prefixes(roots: tuple[Path, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     """The roots as strings, and as directory prefixes (``/a/b/``), for :func:`_under`.
@@ -77,8 +90,8 @@ class Workspace:
     by :meth:`close`) and check what was actually opened (see :mod:`.access`).
     """
 
-    __slots__ = ("_fd", "_lock", "_root_id", "hidden", "home", "policy", "protected", "root", "shell_readonly",
-                 "trusted_links", "trusted_settings")
+    __slots__ = ("_fd", "_lock", "_root_id", "hidden", "home", "home_reads", "policy", "private_home", "protected",
+                 "root", "shell_readonly", "trusted_links", "trusted_settings")
 
     def __init__(self, root: str | os.PathLike[str], policy: SandboxPolicy | None = None, *,
                  store_files: Iterable[str | os.PathLike[str]] = (), home: str | os.PathLike[str] | None = None,
@@ -113,8 +126,13 @@ class Workspace:
         self.shell_readonly: tuple[Path, ...] = tuple(shell)
         hidden = [self._absolute(p) for p in (*DEFAULT_HIDDEN, *CREDENTIAL_PATHS, *self.policy.deny_read)]
         hidden.append(self._user_config_dir())
-        self.hidden: tuple[Path, ...] = tuple(dict.fromkeys(hidden))
+        self.hidden: tuple[Path, ...] = _with_real(hidden)
         self.add_hidden(store_files)
+        # the shell sees none of home but what commands need (sandbox/home.py); the file tools never leave the root
+        self.private_home = private_home(self.home, self.root, self.policy.private_home)
+        spelled = Path(os.path.abspath(home if home is not None else os.path.expanduser("~")))  # (/home -> /var/home)
+        self.home_reads: tuple[Path, ...] = () if self.private_home is None else home_reads(
+            self.home, os.environ.get("PATH", ""), self.policy.home_read, aliases=(spelled,))
 
     def _trusted_settings(self, dirs: Iterable[Path]) -> tuple[list[Path], list[Path]]:
         """``(settings, links)`` of the trusted projects ``dirs`` below the root.  ``settings``: their
@@ -166,7 +184,7 @@ class Workspace:
             a = self._absolute(p)
             extra += [a, a.with_name(a.name + "-wal"), a.with_name(a.name + "-shm"), a.with_name(a.name + "-journal")]
         if extra:
-            self.hidden = tuple(dict.fromkeys((*self.hidden, *extra)))
+            self.hidden = _with_real((*self.hidden, *extra))
 
     # -- questions --------------------------------------------------------------------------------
     def is_protected(self, real: Path | str) -> bool:

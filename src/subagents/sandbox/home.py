@@ -1,0 +1,134 @@
+"""The shell's view of the user's home directory: none of it but what commands need to work.
+
+A home directory holds far more secrets than the credential paths a list can name: ``~/.config/gh``'s
+token, shell histories with ``export OPENAI_API_KEY=...``, other projects' ``.env`` files and run stores,
+password stores, browser profiles.  So the shell sandbox hides all of ``$HOME`` (``[sandbox] private_home``,
+on by default; bubblewrap mounts an empty tmpfs there, Landlock grants nothing under it) and lets a command
+read back only :func:`home_reads`:
+
+- the workspace, when it lies under home (it is bound writable as before);
+- the toolchains on ``PATH``: each ``PATH`` directory under home, widened to the first directory below home
+  when that is a dot directory (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run its versions;
+  ``~/.nvm``, ``~/.cargo``...), except the shared data directories :data:`DATA_DIRS` (``~/.local/bin``
+  stays ``~/.local/bin``); with their companions (:data:`COMPANIONS`: rustup's toolchains beside
+  ``~/.cargo``, user-installed Python packages beside ``~/.local/bin``);
+- git's own configuration (:data:`GIT_CONFIG`: a commit needs the user's name and e-mail);
+- what the user lists in ``[sandbox] home_read`` (user config file only: a cloned project cannot open home).
+
+The credential paths and ``deny_read`` stay hidden inside all of these.  When the workspace is home itself,
+or contains it, nothing is hidden this way (the workspace is the project the agent works on).
+
+>>> from pathlib import Path
+>>> home = Path("/home/u")
+>>> [str(p) for p in toolchain_dirs(home, "/home/u/.pyenv/shims:/usr/bin:/home/u/bin:/home/u/go/bin")]
+['/home/u/.pyenv', '/home/u/bin', '/home/u/go/bin']
+>>> [str(p) for p in toolchain_dirs(Path("/var/home/u"), "/home/u/.nvm/v20/bin", aliases=[home])]
+['/var/home/u/.nvm']
+>>> [str(p) for p in home_reads(home, "/home/u/.cargo/bin", ["~/.m2", "/etc/x", "~/../other"])]
+['/home/u/.cargo', '/home/u/.rustup', '/home/u/.gitconfig', '/home/u/.config/git', '/home/u/.m2']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["COMPANIONS", "DATA_DIRS", "GIT_CONFIG", "home_reads", "private_home", "reachable", "toolchain_dirs"]
+
+DATA_DIRS = frozenset({".local", ".config", ".cache", ".var"})
+"""Dot directories of home that many programs share (keyrings, browser profiles, caches): a ``PATH`` entry in
+one of them is read back alone, never the whole directory."""
+
+COMPANIONS: dict[str, tuple[str, ...]] = {
+    ".cargo": (".rustup",),
+    ".local/bin": (".local/lib", ".local/share/uv", ".local/share/pipx", ".local/pipx"),
+}
+"""What a toolchain directory needs beside it (relative to home): rustup's proxies in ``~/.cargo/bin`` run the
+toolchains in ``~/.rustup``; ``pip install --user`` puts scripts in ``~/.local/bin`` and their packages in
+``~/.local/lib``, ``uv tool install`` and ``pipx`` links in ``~/.local/bin`` to the tools' environments (and uv's
+Pythons) in ``~/.local/share/uv`` and ``~/.local/share/pipx`` (older pipx: ``~/.local/pipx``)."""
+
+GIT_CONFIG: tuple[str, ...] = (".gitconfig", ".config/git")
+"""git's user configuration: read back so a command's ``git commit`` has the user's identity (its credential
+store, ``~/.git-credentials`` and ``~/.config/git/credentials``, stays hidden)."""
+
+
+def private_home(home: Path, root: Path, enabled: bool) -> Path | None:
+    """The home directory to hide from the shell (``None``: nothing hidden this way).
+
+    ``home`` and ``root`` (the workspace) are resolved paths.  Nothing is hidden when the setting is off, when home
+    is ``/`` or not a directory, or when the workspace is home or contains it."""
+    if not enabled or home == Path(home.anchor) or not home.is_dir():
+        return None
+    if root == home or root in home.parents:
+        return None
+    return home
+
+
+def _below(p: Path, home: Path, aliases: Iterable[Path]) -> Path | None:
+    """``p`` relative to ``home`` or to another spelling of it (``None``: not under home)."""
+    for h in (home, *aliases):
+        try:
+            return p.relative_to(h)
+        except ValueError:
+            continue
+    return None
+
+
+def toolchain_dirs(home: Path, path_env: str, aliases: Iterable[Path] = ()) -> list[Path]:
+    """The directories of home that the ``PATH`` entries ``path_env`` need (see the module docstring), spelled from
+    ``home`` (resolved) also when an entry spells home another way, one of ``aliases`` (``/home/u`` where ``/home``
+    links to ``/var/home``)."""
+    out: dict[Path, None] = {}
+    aliases = tuple(aliases)
+    for entry in path_env.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue  # a relative entry names the command's own directory, not home
+        rel = _below(Path(os.path.normpath(entry)), home, aliases)
+        if rel is None:
+            continue
+        p = home / rel
+        if not rel.parts:
+            continue  # home itself on PATH: not a reason to show all of it
+        top = rel.parts[0]
+        picked = home / top if top.startswith(".") and top not in DATA_DIRS and top not in (".", "..") else p
+        out[picked] = None
+        for name in COMPANIONS.get(str(picked.relative_to(home)), ()):
+            out[home / name] = None
+    return list(out)
+
+
+def home_reads(home: Path, path_env: str, extra: Iterable[str], aliases: Iterable[Path] = ()) -> tuple[Path, ...]:
+    """What a command may read under a private ``home``: the toolchains on ``path_env``, git's config, and
+    ``extra`` (``[sandbox] home_read``: ``~/...``, absolute, or relative to home) — the ones under home."""
+    aliases = tuple(aliases)
+    picked = toolchain_dirs(home, path_env, aliases) + [home / g for g in GIT_CONFIG]
+    for raw in extra:
+        if raw.startswith("~") and raw != "~" and not raw.startswith("~/"):
+            continue  # another user's home (``~bob/...``): not this one's to open
+        rel = _below(Path(os.path.normpath(str(home) + raw[1:] if raw.startswith("~") else home / raw)), home,
+                     aliases)
+        if rel is not None and rel.parts:
+            picked.append(home / rel)
+    return tuple(dict.fromkeys(picked))
+
+
+def reachable(hidden: Iterable[Path], reads: Iterable[Path]) -> list[Path]:
+    """Each hidden path as a command can reach it: where it really is (a directory on the way may be a link:
+    ``~/.config -> ~/dotfiles/config``), and, inside each directory read back from a private home (bound there by
+    its home name, ``~/.cargo``, while its content is where it leads, ``/data/.cargo``), by that name — a mask on one
+    mount does not cover the other.
+
+    >>> [str(p) for p in reachable([Path("/nonexistent/h/.cargo/credentials")], [Path("/nonexistent/h/.cargo")])]
+    ['/nonexistent/h/.cargo/credentials']
+    """
+    bound = [(str(r), os.path.realpath(r)) for r in reads]
+    out: dict[str, None] = {}
+    for h in hidden:
+        real = os.path.realpath(h)
+        out[real] = None
+        for name, target in bound:
+            if real.startswith(target + "/"):
+                out[name + real[len(target):]] = None
+    return [Path(p) for p in out]
