@@ -290,3 +290,19 @@ def test_a_link_that_leads_to_itself_is_refused_saying_so(tmp_path: Path) -> Non
     os.symlink(tmp_path / "state.db", tmp_path / "state.db")
     with pytest.raises(StoreError, match="symbolic link that leads round in a loop"):
         SQLiteStore(tmp_path / "state.db")
+
+
+def test_no_new_store_is_made_in_a_directory_a_project_links_elsewhere(tmp_path: Path) -> None:
+    """A cloned project's ``.subagents`` that is a link to another directory (``~/.ssh``, ``/etc/cron.d``): the
+    store, its side files and a ``.gitignore`` would be made there."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    os.symlink(victim, project / ".subagents")
+    with pytest.raises(StoreError, match=r"directory .*\.subagents is a symbolic link to .*victim: subagents does "
+                                         r"not make a new store through a link.*point \[store\] url at .*state\.db"):
+        SQLiteStore(project / ".subagents" / "state.db")
+    assert sorted(os.listdir(victim)) == []
+    (victim / "state.db").touch()  # a store that is already there is opened (and checked) as any other
+    SQLiteStore(project / ".subagents" / "state.db").close()

@@ -7,9 +7,9 @@ and a path the user may not reach is a :class:`StoreError` saying so, as every o
 A store may come with a cloned project (``.subagents/state.db`` force-added to git), so what the file holds is not
 trusted to be what subagents wrote: a file that is no regular file (a FIFO would hang the open), a ``-wal``, ``-shm``
 or ``-journal`` next to it that is no regular file (a symbolic link leads SQLite elsewhere), a link to a file that
-does not exist (the store would be made wherever it points), and a schema with objects the store never makes
-(triggers: SQL run by the store's own writes) are refused before the file is written (:func:`file_problem`,
-:func:`~subagents.store._schema.schema_problem`)."""
+does not exist or a new store's directory that is a link (the store would be made wherever it points), and a schema
+with objects the store never makes (triggers: SQL run by the store's own writes) are refused before the file is
+written (:func:`file_problem`, :func:`~subagents.store._schema.schema_problem`)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,12 @@ def file_problem(path: Path, *, creating: bool = False) -> str | None:
         return (f"the run store {path} is a symbolic link to {target}, where there is no file: subagents does not make "
                 "a store through a link (one that came with a project could point anywhere); remove the link, or "
                 f"create the file it points to (touch {target}) if the store belongs there")
+    if mode is None and creating and os.path.islink(path.parent):
+        target = os.path.realpath(path.parent)
+        return (f"the run store's directory {path.parent} is a symbolic link to {target}: subagents does not make a "
+                "new store through a link (one that came with a project could point anywhere, and the store and its "
+                f"side files would be made there); remove the link, or point [store] url at {target}/{path.name} "
+                "if the store belongs there")
     real = os.path.realpath(path)  # (SQLite keeps its files next to the file a link points to)
     for suffix in _COMPANIONS:
         try:
