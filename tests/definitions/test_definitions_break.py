@@ -226,17 +226,52 @@ def test_known_disallowed_names_stay_silent() -> None:
     assert tool_warning(d, {"read_file", "bash"}, mcp_servers=set()) is None
 
 
-@pytest.mark.parametrize("entry", ["write_*", "Bash(rm:*)", "*", "edit_fil?"])
-def test_a_disallowed_pattern_skips_the_file(tmp_path: Path, entry: str) -> None:
-    """The fence denies built-in tools by exact name: ``disallowed_tools: [write_*, edit_*, bash*]`` loaded and its
-    agent had write_file, edit_file and bash, while ``agents list`` showed "all tools (minus write_*, ...)"."""
+@pytest.mark.parametrize("entry", ["Bash(rm:*)", "write_file(x)"])
+def test_a_disallowed_rule_skips_the_file(tmp_path: Path, entry: str) -> None:
+    """The fence denies whole tools: Claude Code's ``Bash(rm:*)`` would deny nothing and leave bash allowed."""
     a = agents_dir(tmp_path)
     write(a / "careful.md", f'---\nname: careful\ndisallowed_tools: ["{entry}", read_file]\n---\nb\n')
     names, warnings = load(tmp_path)
     assert "careful" not in names
     assert warnings == [f"skipped agent definition project:{a / 'careful.md'}: 'disallowed_tools' entry {entry!r} "
-                        "is a pattern or a rule, and would deny nothing here (only mcp__ names may be patterns); "
-                        "list the tools to deny by name, e.g. [write_file, edit_file, bash]"]
+                        "is a permission rule, and a definition's 'disallowed_tools' denies whole tools (names or "
+                        "patterns such as write_*), so it would deny nothing; deny the tool by name, or put the rule "
+                        "in [permissions] deny of the config"]
+
+
+async def _tools_of(tmp_path: Path, agent: str) -> list[str]:
+    seen: list[list[str]] = []
+
+    def model(req: ModelRequest) -> ModelResponse:
+        seen.append(sorted(req.tool_names))
+        return ModelResponse("done")
+
+    async with Runtime(FunctionModel(model), workdir=tmp_path, store="memory") as rt:
+        await rt.run("go", agent=agent)
+    return seen[0]
+
+
+@pytest.mark.parametrize(("entries", "gone"), [
+    ('["write_*", "edit_fil?"]', {"write_file", "edit_file"}),
+    ('["*"]', None),  # every tool
+    ('["bash", "g[lr]*"]', {"bash", "glob", "grep"}),
+])
+async def test_a_disallowed_pattern_denies_every_tool_it_matches(tmp_path: Path, entries: str,
+                                                                 gone: set[str] | None) -> None:
+    """``disallowed_tools: [write_*, edit_*, bash*]`` loaded and its agent kept write_file, edit_file and bash, while
+    ``agents list`` showed "all tools (minus write_*, ...)"; then such a file was skipped.  Now a pattern denies."""
+    write(agents_dir(tmp_path) / "careful.md", f"---\nname: careful\ndisallowed_tools: {entries}\n---\nb\n")
+    every = await _tools_of(tmp_path, "general-purpose")
+    got = await _tools_of(tmp_path, "careful")
+    assert got == ([] if gone is None else sorted(set(every) - gone))
+    assert gone is None or gone <= set(every)  # (each denied tool is one the runtime has)
+
+
+def test_a_disallowed_pattern_that_matches_no_tool_is_named_in_the_warning() -> None:
+    d = AgentDefinition("careful", disallowed_tools=["wirte_*", "write_*"])
+    msg = tool_warning(d, {"read_file", "write_file", "bash"}, mcp_servers=set())
+    assert msg is not None
+    assert "disallows wirte_*, which is no tool here, so nothing is denied by it" in msg
 
 
 def test_an_mcp_pattern_in_disallowed_tools_still_loads(tmp_path: Path) -> None:
@@ -244,9 +279,9 @@ def test_an_mcp_pattern_in_disallowed_tools_still_loads(tmp_path: Path) -> None:
     assert parse_definition_file(p).disallowed_tools == ["mcp__github__delete_*", "bash"]
 
 
-def test_a_python_definition_with_a_disallowed_pattern_is_refused(tmp_path: Path) -> None:
-    d = AgentDefinition("careful", "d", "p", disallowed_tools=["write_*"])
-    with pytest.raises(DefinitionError, match=r"'disallowed_tools' entry 'write_\*' is a pattern or a rule"):
+def test_a_python_definition_with_a_disallowed_rule_is_refused(tmp_path: Path) -> None:
+    d = AgentDefinition("careful", "d", "p", disallowed_tools=["Bash(rm:*)"])
+    with pytest.raises(DefinitionError, match=r"'disallowed_tools' entry 'Bash\(rm:\*\)' is a permission rule"):
         Runtime(FunctionModel(lambda r: "hi"), workdir=tmp_path, store="memory", agents=[d])
 
 

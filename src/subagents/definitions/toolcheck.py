@@ -18,6 +18,7 @@ mcp__github__get_issue: no MCP server 'github' is configured
 from __future__ import annotations
 
 from collections.abc import Collection
+from fnmatch import fnmatchcase
 from typing import Any
 
 from .model import AgentDefinition
@@ -82,10 +83,11 @@ def unknown_tools(d: AgentDefinition, known: Collection[str], *, mcp_servers: Co
 
 def inert_denials(d: AgentDefinition, known: Collection[str]) -> list[str]:
     """Names in ``d.disallowed_tools`` that deny nothing because no tool here has them, though one was likely meant:
-    a misspelling (``write_fle``) leaves the tool allowed (the loader refuses patterns and rules, ``Bash(rm:*)``).
-    Claude Code tools this runtime lacks (``WebSearch``) and ``mcp__`` names are not reported."""
+    a misspelling (``write_fle``) or a pattern that matches no tool (``wirte_*``) leaves the tool allowed (the loader
+    refuses rules, ``Bash(rm:*)``).  Claude Code tools this runtime lacks (``WebSearch``) and ``mcp__`` names are not
+    reported."""
     return [n for n in d.disallowed_tools if n not in known and n not in MISSING_TOOL_REASONS
-            and not n.startswith("mcp__")]
+            and not n.startswith("mcp__") and not any(fnmatchcase(k, n) for k in known)]
 
 
 def no_usable_tool(d: AgentDefinition, unknown: Collection[str]) -> bool:

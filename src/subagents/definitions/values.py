@@ -75,13 +75,14 @@ def small(value: Any, key: str, source: str, *, most: int = 10_000) -> Any:
 
 
 def denials(names: list[str], key: str, source: str) -> list[str]:
-    """``disallowed_tools`` names, none a pattern or a rule: the fence denies tools by exact name (only ``mcp__``
-    names are globs), so ``write_*`` or Claude Code's ``Bash(rm:*)`` would deny nothing and leave the tool allowed."""
+    """``disallowed_tools`` names or patterns (``write_*``), none a permission rule: the fence denies whole tools, so
+    Claude Code's ``Bash(rm:*)`` would deny nothing and leave the tool allowed."""
     for n in names:
-        if not n.startswith("mcp__") and any(c in n for c in "*?[("):
-            raise DefinitionError(f"{source}: '{key}' entry {shown(n)} is a pattern or a rule, and would deny nothing "
-                                  "here (only mcp__ names may be patterns); list the tools to deny by name, e.g. "
-                                  "[write_file, edit_file, bash]")
+        if not n.startswith("mcp__") and any(c in n for c in "()"):
+            raise DefinitionError(f"{source}: '{key}' entry {shown(n)} is a permission rule, and a definition's "
+                                  f"'{key}' denies whole tools (names or patterns such as write_*), so it would deny "
+                                  "nothing; deny the tool by name, or put the rule in [permissions] deny of the "
+                                  "config")
     return names
 
 

@@ -27,7 +27,7 @@ from ..exceptions import ConfigError, SpawnError
 from ..messages import Usage
 from ..models.base import Model
 from ..models.pricing import BUILTIN_PRICES, PriceTable
-from ..tools.base import Tool, ToolCategory, ToolRegistry
+from ..tools.base import Tool, ToolCategory, ToolRegistry, denied_names
 from .limits import Limits
 from .prompts import build_system_prompt
 
@@ -184,8 +184,8 @@ class AgentFactory:
         hit = self._registries.get(key)
         if hit is not None:
             return hit[0], hit[1]
-        deny = set(d.disallowed_tools) | (self.spawn_tools if at_max_depth else set())
         universe = {t.name: t for t in self.tools}
+        deny = denied_names(d.disallowed_tools, universe) | (self.spawn_tools if at_max_depth else set())
         source = parent.grantable if parent is not None else universe  # what this agent's authority is cut from
         hold = self._held(d, source, at_max_depth, plan)
         if parent is None:

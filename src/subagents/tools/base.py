@@ -23,6 +23,7 @@ import enum
 import inspect
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping
+from fnmatch import fnmatchcase
 from typing import Any, Protocol, overload, runtime_checkable
 
 from .._threads import call_in_thread
@@ -39,6 +40,7 @@ __all__ = [
     "ToolCategory",
     "ToolContext",
     "ToolRegistry",
+    "denied_names",
     "tool",
     "truncate_output",
 ]
@@ -180,6 +182,20 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
+def denied_names(deny: Collection[str], names: Iterable[str]) -> set[str]:
+    """``deny`` and the names of ``names`` that a pattern in it matches (``write_*``, ``edit_fil?``: shell-style,
+    case-sensitive); the patterns stay in it (another registry may match them against tools added later).
+
+    >>> sorted(denied_names(["write_*", "bash"], ["read_file", "write_file", "write_todo", "bash", "grep"]))
+    ['bash', 'write_*', 'write_file', 'write_todo']
+    """
+    out = set(deny)
+    patterns = [p for p in deny if any(c in p for c in "*?[")]
+    if patterns:
+        out.update(n for n in names if any(fnmatchcase(n, p) for p in patterns))
+    return out
+
+
 class ToolRegistry:
     """The tools of one agent instance: an allowlist and a denylist over a set of known tools.
 
@@ -211,7 +227,7 @@ class ToolRegistry:
         # or by joining a team (extended)
         names = ([n for n, t in self.known.items() if t.category is not ToolCategory.TEAM] if allow is None
                  else [n for n in allow if n in self.known])
-        deny_set = set(deny)
+        deny_set = denied_names(deny, self.known)
         self.allowed: dict[str, Tool] = {n: self.known[n] for n in names if n not in deny_set}
         held = [n for n in hold if n in self.known and n not in deny_set and n not in self.allowed]
         self.grantable: dict[str, Tool] = (
