@@ -4,7 +4,9 @@ Directories are listed with ``os.scandir(fd)`` and entered with ``openat(dirfd, 
 O_DIRECTORY)``, so a directory swapped for a symlink is never followed and nothing is reached by a
 path that could have changed.  Symlinks are not entered either; the caller's ``follow`` says what one
 leads to (resolved beneath the workspace root), and entries it reports as outside or hidden are not
-listed at all.  At most one descriptor per level of depth is open at a time, and at most :data:`MAX_OPEN`.
+listed at all.  At most one descriptor per level of depth is open at a time, and at most :data:`MAX_OPEN`;
+directories deeper than :data:`MAX_DEPTH` levels or :data:`MAX_PATH` characters are not entered (reported as
+:data:`DEEP`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Generator, Iterator
 
-__all__ = ["DIR", "FILE", "HIDDEN", "LOOP", "MAX_OPEN", "MISSING", "OTHER", "OUTSIDE", "walk"]
+__all__ = ["DEEP", "DIR", "FILE", "HIDDEN", "LOOP", "MAX_DEPTH", "MAX_OPEN", "MAX_PATH", "MISSING", "OTHER", "OUTSIDE",
+           "walk"]
 
 DIR, FILE, OTHER = "dir", "file", "other"
 """Kinds of entries: a directory, a regular file, anything else (FIFO, socket, device)."""
@@ -23,6 +26,12 @@ OUTSIDE, HIDDEN = "outside", "hidden"
 
 MAX_OPEN = 64
 """Descriptors a walk holds at most (one per level of depth, up to this)."""
+MAX_DEPTH, MAX_PATH = 1024, 16_384
+"""Levels of directories a walk enters at most, and the longest path (in characters, from the walk's top) of a
+directory it enters.  A tree made deeper (a hostile project: 100,000 nested ``a/``) would otherwise cost memory as
+the square of its depth (each level's path is longer than the last, and all of them are held)."""
+DEEP = "deep"
+"""What a directory past those bounds that has subdirectories is reported as, once: they are not entered."""
 _CHILD = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 Listing = Generator[tuple[str, str], None, list[str]]
@@ -102,14 +111,22 @@ def walk(dirfd: int, *, hidden: Callable[[str], bool], follow: Callable[[str], s
             except BaseException:
                 os.close(child)
                 raise
-            stack.append((child, path, iter(subdirs)))
-            if len(stack) > MAX_OPEN + 1 and (old := stack[-MAX_OPEN - 1])[0] >= 0:
-                os.close(old[0])  # (the top one, the caller's copy, stays open: the way back down starts there)
-                stack[-MAX_OPEN - 1] = (-1, old[1], old[2])
+            if subdirs and (len(stack) >= MAX_DEPTH or len(path) > MAX_PATH):
+                yield path, DEEP
+                subdirs = []
+            _push(stack, (child, path, iter(subdirs)))
     finally:
         for fd, _, _ in stack:
             if fd >= 0:
                 os.close(fd)
+
+
+def _push(stack: list[tuple[int, str, Iterator[str]]], level: tuple[int, str, Iterator[str]]) -> None:
+    """Enter ``level``; close the descriptor of the level :data:`MAX_OPEN` above, if open."""
+    stack.append(level)
+    if len(stack) > MAX_OPEN + 1 and (old := stack[-MAX_OPEN - 1])[0] >= 0:
+        os.close(old[0])  # (the top one, the caller's copy, stays open: the way back down starts there)
+        stack[-MAX_OPEN - 1] = (-1, old[1], old[2])
 
 
 def _reopen(stack: list[tuple[int, str, Iterator[str]]]) -> int:

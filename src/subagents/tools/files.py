@@ -305,25 +305,30 @@ def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         except (FileNotFoundError, NotADirectoryError):
             return f"No paths match {pattern!r} in {base}."
     try:
-        matches, loops = _glob_walk(ws, fd, start, glob_regex("/".join(parts)))
+        matches, loops, deep = _glob_walk(ws, fd, start, glob_regex("/".join(parts)))
     except OSError as e:
         raise os_error(path, e, "search") from e
     more = f" and {len(loops) - LOOPS_NAMED} more" if len(loops) > LOOPS_NAMED else ""
     note = f"\n[skipped {len(loops)} symlink loop(s), links that never reach a file: {', '.join(loops[:LOOPS_NAMED])}"
-    note = note + more + "]" if loops else ""
+    note = (note + more + "]" if loops else "") + (f"\n{grepping.deep_note(deep, 'listed')}" if deep else "")
     if not matches:
         return f"No paths match {pattern!r} in {base}." + note
     return _capped(matches, GLOB_LIMIT, "matches", "narrow the pattern or the path") + note
 
 
-def _glob_walk(ws: Workspace, fd: int, start: str, rx: Regex) -> tuple[list[str], list[str]]:
-    """``(matches, matching symlink loops)`` under the directory ``fd`` (shown as ``start``), sorted; closes ``fd``."""
+def _glob_walk(ws: Workspace, fd: int, start: str, rx: Regex) -> tuple[list[str], list[str], list[str]]:
+    """``(matches, matching symlink loops, directories too deep to enter)`` under the directory ``fd`` (shown as
+    ``start``), sorted; closes ``fd``."""
     matches: list[str] = []
     loops: list[str] = []
+    deep: list[str] = []
     try:
         for n, (p, kind) in enumerate(ws.walk(fd, start, skip=SKIP_DIRS)):
             if n % 256 == 255 and cancelled():  # the caller stopped waiting: stop walking
                 break
+            if kind == tree.DEEP:
+                deep.append(_join(start, p))
+                continue
             try:
                 hit = rx.fullmatch(p)
             except UnicodeEncodeError:  # a name that is not UTF-8 (its bytes as surrogates): matched as U+FFFD
@@ -332,7 +337,7 @@ def _glob_walk(ws: Workspace, fd: int, start: str, rx: Regex) -> tuple[list[str]
                 (loops if kind == tree.LOOP else matches).append(_join(start, p) + ("/" if kind == tree.DIR else ""))
     finally:
         os.close(fd)
-    return sorted(matches), sorted(loops)
+    return sorted(matches), sorted(loops), deep
 
 
 @_read_tool
@@ -382,5 +387,5 @@ def grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = Non
     if len(s.hits) > limit:
         return "\n".join(s.hits[:limit]) + (
             f"\n[... stopped after {limit} matching lines; narrow the pattern, path or glob to see the rest ...]"
-        )
+        ) + (f"\n{deep}" if (deep := grepping.deep_note(s.deep, "searched")) else "")
     return "\n".join(s.hits) + (f"\n{note}" if note else "")

@@ -60,6 +60,7 @@ class Search:
     deadline: float = 0.0
     stopped: str | None = None  # "time" or "cancelled"
     searched: int = 0
+    deep: list[str] = field(default_factory=list)  # directories too deep to enter (tree.MAX_DEPTH)
 
     def __post_init__(self) -> None:
         self.deadline = _clock() + GREP_TIME_S
@@ -85,6 +86,8 @@ class Search:
             if kind == tree.FILE and (file_rx is None
                                       or file_rx.fullmatch(rel.rpartition("/")[2] if by_name else rel)):
                 found.append(rel)
+            elif kind == tree.DEEP:
+                self.deep.append(_join(base, rel))
         found.sort()  # by path, like glob's output
         return [_join(base, rel) for rel in found]
 
@@ -102,12 +105,23 @@ class Search:
         return len(todo)
 
     def note(self, total: int) -> str:
-        """Why the search stopped early, for the end of the result ('' if it did not)."""
+        """Why the search stopped early or left directories out, for the end of the result ('' if neither)."""
+        deep = deep_note(self.deep, "searched")
         if self.stopped != "time":
-            return ""
+            return deep
         of = f" of {total:,}" if total else ""
         return (f"[stopped after {GREP_TIME_S:g} s (the time limit of grep) with {self.searched:,}{of} files "
-                "searched; narrow the path or the glob to search the rest]")
+                "searched; narrow the path or the glob to search the rest]") + (f"\n{deep}" if deep else "")
+
+
+def deep_note(deep: list[str], done: str) -> str:
+    """The note for directories a walk did not enter (``tree.DEEP``), '' for none."""
+    if not deep:
+        return ""
+    first = deep[0] if len(deep[0]) <= 200 else f"{deep[0][:80]}...{deep[0][-80:]} ({len(deep[0]):,} characters)"
+    return (f"[the directories below {first}{f' and {len(deep) - 1:,} more' if len(deep) > 1 else ''} were not "
+            f"{done}: deeper than {tree.MAX_DEPTH:,} levels or {tree.MAX_PATH:,} characters; pass a path inside "
+            "them to go on]")
 
 
 def search_fd(fd: int, rel: str, s: Search) -> bool:
