@@ -14,7 +14,7 @@ import pytest
 
 from subagents.sandbox import SandboxPolicy, Workspace
 from subagents.sandbox.bwrap import bwrap_argv
-from subagents.sandbox.home import home_reads, private_home, reachable, toolchain_dirs
+from subagents.sandbox.home import CACHES, home_reads, private_home, reachable, toolchain_dirs
 
 H = Path("/home/u")
 
@@ -39,8 +39,11 @@ def test_toolchain_dirs(path_env: str, expected: list[str]) -> None:
 
 def test_home_read_entries_stay_under_home() -> None:
     got = home_reads(H, "", ["~/.m2", ".gradle", "~", "~bob/.ssh", "/etc/passwd", "~/../../etc", "/home/u/x/../y"])
-    assert [str(p) for p in got] == ["/home/u/.gitconfig", "/home/u/.config/git", "/home/u/.m2", "/home/u/.gradle",
-                                     "/home/u/y"]
+    caches = [f"/home/u/{c}" for c in CACHES]
+    assert [str(p) for p in got] == ["/home/u/.gitconfig", "/home/u/.config/git", *caches, "/home/u/.m2",
+                                     "/home/u/.gradle", "/home/u/y"]
+    assert not any(c.endswith(("settings.xml", ".properties", ".npmrc")) or c in (".m2", ".gradle", ".npm", ".cache")
+                   for c in CACHES)  # the package directories only, never the tools' settings beside them
 
 
 def test_credential_paths_inside_a_read_back_dir_stay_hidden(tmp_path: Path) -> None:
@@ -95,6 +98,9 @@ def test_bwrap_masks_home_before_the_workspace_and_binds_back_reads(var_home: Pa
     (home / ".config" / "gh").mkdir(parents=True)
     (home / ".gitconfig").write_text("[user]\n\tname = U\n")
     (home / ".ssh").mkdir()
+    (home / ".config" / "git").mkdir()
+    (home / ".m2" / "repository").mkdir(parents=True)  # read back twice: by home_read, and as a package cache
+    (home / ".m2" / "settings.xml").write_text("<password>x</password>")
     root = home / "proj"
     root.mkdir()
     monkeypatch.setenv("PATH", f"{home}/.tool/bin:/usr/bin")
@@ -105,7 +111,8 @@ def test_bwrap_masks_home_before_the_workspace_and_binds_back_reads(var_home: Pa
     assert h in tmpfs
     home_at = argv.index(h, argv.index("--tmpfs", argv.index("/tmp") - 1))
     assert argv.index("--bind") > home_at  # the workspace is bound over the empty home, not hidden by it
-    assert _pairs(argv, "--ro-bind-try") == sorted([f"{h}/.config/git", f"{h}/.gitconfig", f"{h}/.m2", f"{h}/.tool"])
+    assert _pairs(argv, "--ro-bind-try") == sorted([f"{h}/.config/git", f"{h}/.gitconfig", f"{h}/.m2",
+                                                    f"{h}/.m2/repository", f"{h}/.tool"])  # what exists
     assert f"{h}/.tool/credentials" in tmpfs  # a hidden path inside what is read back is masked
     assert f"{h}/.ssh" not in tmpfs
     assert f"{h}/.config/gh" not in tmpfs
@@ -120,8 +127,9 @@ def test_a_home_spelled_through_a_link_still_finds_its_toolchains() -> None:
     """``/home -> /var/home`` (Fedora Silverblue): ``PATH`` spells home the way ``$HOME`` does, not resolved."""
     got = home_reads(Path("/var/home/u"), "/home/u/.tool/bin:/var/home/u/.cargo/bin", ["/home/u/.m2"],
                      aliases=[H])
+    caches = [f"/var/home/u/{c}" for c in CACHES if c != ".rustup"]
     assert [str(p) for p in got] == ["/var/home/u/.tool", "/var/home/u/.cargo", "/var/home/u/.rustup",
-                                     "/var/home/u/.gitconfig", "/var/home/u/.config/git", "/var/home/u/.m2"]
+                                     "/var/home/u/.gitconfig", "/var/home/u/.config/git", *caches, "/var/home/u/.m2"]
 
 
 def test_a_hidden_file_under_a_linked_directory_is_hidden_by_both_names(tmp_path: Path) -> None:

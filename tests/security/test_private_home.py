@@ -369,3 +369,23 @@ async def test_a_linked_config_dir_when_home_is_not_private(hh: HostHome, backen
     assert hh.usable[".config/git/ignore"] in a.everything, a.transcript()
     shown = [rel for rel in (".config/git/credentials", ".ssh/id_rsa") if hh.secrets[rel] in a.everything]
     assert not shown, f"the shell read {shown}:\n{a.transcript()}"
+
+
+async def test_package_caches_are_read_without_the_settings_beside_them(hh: HostHome, backend: str) -> None:
+    """With the network off, an offline build reads what is already downloaded (``~/go/pkg/mod``,
+    ``~/.m2/repository``, ``~/.cache/pip``); the tools' settings next to those (passwords) stay hidden."""
+    hh.configure('[sandbox]\ndeny_read = ["~/.tool/private.txt"]\n')  # no home_read: the defaults alone
+    secret = marker("MAVENPW")
+    (hh.root / ".m2" / "settings.xml").write_text(f"<servers><server><password>{secret}</password></server>\n")
+    for rel, text in {".m2/repository/org/x/x.pom": "<project>POMCACHED</project>",
+                      "go/pkg/mod/example.com/m@v1/m.go": "package m // GOCACHED",
+                      ".cache/pip/http/a": "PIPCACHED"}.items():
+        (hh.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (hh.root / rel).write_text(text)
+    before = hh.snapshot()
+    a = await run(hh, backend, [sh("cat ~/.m2/repository/org/x/x.pom ~/go/pkg/mod/example.com/m@v1/m.go "
+                                   "~/.cache/pip/http/a; cat ~/.m2/settings.xml 2>&1")])
+    for token in ("POMCACHED", "GOCACHED", "PIPCACHED"):
+        assert token in a.step(0).content, a.transcript()
+    a.assert_no_leak(secret)
+    assert_sealed(hh, a, before)

@@ -96,8 +96,8 @@ def _private_home(ws: Workspace) -> list[str]:
     if ws.private_home is None:
         return []
     args = ["--tmpfs", str(ws.private_home)]
-    for p in sorted(str(r) for r in ws.home_reads):  # a parent before what lies in it
-        args += ["--ro-bind-try", p, p]
+    for p in sorted(str(r) for r in ws.home_reads if os.path.exists(r)):  # a parent before what lies in it
+        args += ["--ro-bind-try", p, p]  # (-try: one removed meanwhile is no error)
     return args
 
 

@@ -13,6 +13,7 @@ read back only :func:`home_reads`:
   stays ``~/.local/bin``); with their companions (:data:`COMPANIONS`: rustup's toolchains beside
   ``~/.cargo``, user-installed Python packages beside ``~/.local/bin``);
 - git's own configuration (:data:`GIT_CONFIG`: a commit needs the user's name and e-mail);
+- package caches an offline build reads (:data:`CACHES`: ``~/go/pkg/mod``, ``~/.m2/repository``, ``~/.cache/pip``...);
 - what the user lists in ``[sandbox] home_read`` (user config file only: a cloned project cannot open home).
 
 The credential paths and ``deny_read`` stay hidden inside all of these.  When the workspace is home itself,
@@ -24,8 +25,10 @@ or contains it, nothing is hidden this way (the workspace is the project the age
 ['/home/u/.pyenv', '/home/u/bin', '/home/u/go/bin']
 >>> [str(p) for p in toolchain_dirs(Path("/var/home/u"), "/home/u/.nvm/v20/bin", aliases=[home])]
 ['/var/home/u/.nvm']
->>> [str(p) for p in home_reads(home, "/home/u/.cargo/bin", ["~/.m2", "/etc/x", "~/../other"])]
-['/home/u/.cargo', '/home/u/.rustup', '/home/u/.gitconfig', '/home/u/.config/git', '/home/u/.m2']
+>>> [str(p) for p in home_reads(home, "/home/u/.cargo/bin", ["~/.m2", "/etc/x", "~/../other"])][:4]
+['/home/u/.cargo', '/home/u/.rustup', '/home/u/.gitconfig', '/home/u/.config/git']
+>>> [str(p) for p in home_reads(home, "", ["~/.m2", "/etc/x", "~/../other"])][-1]
+'/home/u/.m2'
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["COMPANIONS", "DATA_DIRS", "GIT_CONFIG", "home_reads", "private_home", "reachable", "toolchain_dirs"]
+__all__ = ["CACHES", "COMPANIONS", "DATA_DIRS", "GIT_CONFIG", "home_reads", "private_home", "reachable",
+           "toolchain_dirs"]
 
 DATA_DIRS = frozenset({".local", ".config", ".cache", ".var"})
 """Dot directories of home that many programs share (keyrings, browser profiles, caches): a ``PATH`` entry in
@@ -48,6 +52,15 @@ COMPANIONS: dict[str, tuple[str, ...]] = {
 toolchains in ``~/.rustup``; ``pip install --user`` puts scripts in ``~/.local/bin`` and their packages in
 ``~/.local/lib``, ``uv tool install`` and ``pipx`` links in ``~/.local/bin`` to the tools' environments (and uv's
 Pythons) in ``~/.local/share/uv`` and ``~/.local/share/pipx`` (older pipx: ``~/.local/pipx``)."""
+
+CACHES: tuple[str, ...] = (
+    ".local/lib", "go/pkg/mod", ".cache/go-build", ".m2/repository", ".gradle/caches", ".gradle/wrapper",
+    ".npm/_cacache", ".cache/pip", ".cache/uv", ".cache/pypoetry", ".cargo/registry", ".cargo/git", ".rustup",
+    ".cache/yarn", ".yarn/berry/cache", ".local/share/pnpm/store", ".nuget/packages",
+)
+"""Package caches and libraries builds read (relative to home; read back when they exist): with the network off,
+an offline build needs what is already downloaded.  Only the package directories, never the tools' settings beside
+them (``~/.m2/settings.xml``, ``~/.gradle/gradle.properties``, ``~/.npmrc`` can hold passwords)."""
 
 GIT_CONFIG: tuple[str, ...] = (".gitconfig", ".config/git")
 """git's user configuration: read back so a command's ``git commit`` has the user's identity (its credential
@@ -103,7 +116,7 @@ def home_reads(home: Path, path_env: str, extra: Iterable[str], aliases: Iterabl
     """What a command may read under a private ``home``: the toolchains on ``path_env``, git's config, and
     ``extra`` (``[sandbox] home_read``: ``~/...``, absolute, or relative to home) — the ones under home."""
     aliases = tuple(aliases)
-    picked = toolchain_dirs(home, path_env, aliases) + [home / g for g in GIT_CONFIG]
+    picked = [*toolchain_dirs(home, path_env, aliases), *(home / g for g in (*GIT_CONFIG, *CACHES))]
     for raw in extra:
         if raw.startswith("~") and raw != "~" and not raw.startswith("~/"):
             continue  # another user's home (``~bob/...``): not this one's to open
