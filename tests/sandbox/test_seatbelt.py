@@ -97,3 +97,16 @@ async def test_macos_runs_commands_under_sandbox_exec(monkeypatch: pytest.Monkey
     assert seen["env"]["TMPDIR"] in argv[2]
     assert seen["start_new_session"] is True
     assert not os.path.lexists(seen["env"]["TMPDIR"])  # noqa: ASYNC240 - the failed spawn removed its temp dir
+
+
+def test_a_private_home_is_not_read_but_the_workspace_and_what_is_read_back() -> None:
+    lines = seatbelt_profile(writable=True, network=False, home=Path("/Users/u"),
+                             home_read=[Path("/Users/u/.pyenv"), Path("/Users/u/.gitconfig")], **KW).splitlines()
+    read = lines.index("(allow file-read*)")
+    deny_home = lines.index('(deny file-read* (subpath "/Users/u"))')
+    back = lines.index('(allow file-read* (subpath "/Users/u/proj") (subpath "/Users/u/.pyenv") '
+                       '(subpath "/Users/u/.gitconfig"))')
+    deny_hidden = next(i for i, line in enumerate(lines) if line.startswith('(deny file-read* (subpath "/Users/u/proj'))
+    assert read < deny_home < back < deny_hidden  # the last matching rule wins: ~/.ssh stays hidden in a read back
+    unchanged = seatbelt_profile(writable=True, network=False, **KW).splitlines()
+    assert not any(line.endswith('"/Users/u"))') for line in unchanged)  # no private home: nothing of it

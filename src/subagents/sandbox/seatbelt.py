@@ -4,7 +4,8 @@
 
 - ``(deny default)``, then what programs need to run at all: exec, fork, signals to processes of
   the same sandbox only, sysctl and Mach look-ups, reading its own process info, pseudo-terminals;
-- read everywhere, then deny reading each hidden path (``subpath`` for directories, ``literal``
+- read everywhere but a private home (:mod:`.home`: the workspace and what commands need read back), then deny
+  reading each hidden path (``subpath`` for directories, ``literal``
   and the ``-wal``/``-shm`` names for the store files), so a hidden file created later stays hidden;
 - write in the workspace (unless read-only mode), the temp dir and ``/dev/null``-like devices,
   then deny writing each protected path (``subpath``: a protected path that does not exist yet
@@ -58,8 +59,9 @@ def _parents(root: Path, paths: Iterable[Path]) -> list[str]:
 
 
 def seatbelt_profile(*, root: Path, writable: bool, readonly: Iterable[Path], hidden: Iterable[Path],
-                     temp_dir: Path, network: bool) -> str:
-    """The ``sandbox-exec`` profile text confining a command to the workspace ``root``."""
+                     temp_dir: Path, network: bool, home: Path | None = None, home_read: Iterable[Path] = ()) -> str:
+    """The ``sandbox-exec`` profile text confining a command to the workspace ``root``; ``home``: a private home
+    directory, of which only the workspace and ``home_read`` may be read (:mod:`.home`)."""
     lines = [
         "(version 1)",
         "(deny default)",
@@ -74,6 +76,9 @@ def seatbelt_profile(*, root: Path, writable: bool, readonly: Iterable[Path], hi
         "(allow file-ioctl (literal \"/dev/tty\") (regex #\"^/dev/ttys[0-9]+$\"))",
         "(allow file-read*)",
     ]
+    if home is not None:  # (rules see resolved paths: what a link read back leads to)
+        back = _filters([root, *(Path(os.path.realpath(r)) for r in home_read)])
+        lines += [f"(deny file-read* (subpath {_q(home)}))", "(allow file-read* " + " ".join(back) + ")"]
     hide = _filters(hidden)
     if hide:
         lines.append("(deny file-read* " + " ".join(hide) + ")")

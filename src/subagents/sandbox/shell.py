@@ -1,7 +1,7 @@
 """``ShellSandbox``: start a command confined to the workspace, track it, kill it and all it started.
 
-Used by the ``bash`` tool, and meant for every process the runtime starts for an agent (hooks, MCP
-servers): it takes an ``argv``, not a shell string.
+Used by the ``bash`` tool, hooks and MCP servers (every process the runtime starts for an agent): it takes an
+``argv``, not a shell string.
 
 The backend is chosen once per process (``[sandbox] mode``):
 
@@ -16,16 +16,15 @@ With no backend and a mode other than ``off``, :meth:`ShellSandbox.spawn` raises
 what failed and how to enable a backend or opt out.  Commands never run unconfined silently.
 
 What each backend lets a command do is in :mod:`.bwrap`, :mod:`.landlock` (with :mod:`.seccomp`) and
-:mod:`.seatbelt`.  In short: read the machine except hidden paths (credentials, the run store),
-write the workspace except protected paths (``.git``, ``.subagents``...; nothing in plan mode,
-``writable=False``) and a private temp dir (``TMPDIR``), no network unless ``[sandbox] network``.
+:mod:`.seatbelt`.  In short: read the machine except hidden paths (credentials, the run store) and the home
+directory (:mod:`.home`), write the workspace except protected paths (``.git``, ``.subagents``...; nothing in plan
+mode, ``writable=False``) and a private temp dir (``TMPDIR``), no network unless ``[sandbox] network``.
 
-After a command (:meth:`ShellSandbox.finish`, called once the process is reaped): its temp dir is
-removed and, with bubblewrap, the empty directories left as mount points for protected paths that
-did not exist (``.claude`` when there is none: an empty read-only directory inside, so nothing can
-be created there even while the command runs).  Should one of them hold anything, it is removed
-and ``finish`` returns a sentence about it for the caller to pass on (the ``bash`` tool appends
-them to its result).  With Landlock such paths cannot be created at all.
+After a command (:meth:`ShellSandbox.finish`, called once the process is reaped): its temp dir is removed and, with
+bubblewrap, the empty directories left as mount points for protected paths that did not exist (``.claude`` when
+there is none: an empty read-only directory inside, so nothing can be created there even while the command runs).
+Should one of them hold anything, it is removed and ``finish`` returns a sentence about it for the caller to pass
+on (the ``bash`` tool appends them to its result).  With Landlock such paths cannot be created at all.
 
 Every spawned process leads its own process group, recorded in a module-level registry until it is
 reaped and its group is empty; :func:`kill_all_process_groups` (synchronous, safe in a signal
@@ -300,8 +299,10 @@ class ShellSandbox:
     def _seatbelt(self, temp_dir: Path, writable: bool) -> str:
         from .seatbelt import seatbelt_profile
 
-        return seatbelt_profile(root=self.workspace.root, writable=writable, readonly=self.workspace.shell_readonly,
-                                hidden=self._hidden(), temp_dir=temp_dir, network=self.policy.network)
+        ws = self.workspace
+        return seatbelt_profile(root=ws.root, writable=writable, readonly=ws.shell_readonly, hidden=self._hidden(),
+                                temp_dir=temp_dir, network=self.policy.network, home=ws.private_home,
+                                home_read=ws.home_reads)
 
     async def _watch(self, proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
