@@ -27,8 +27,10 @@ H = Path("/home/u")
                             "/home/u/.local/share/pipx", "/home/u/.local/pipx"]),  # pip --user, uv tool, pipx
     ("/home/u/.local/share/pipx/bin", ["/home/u/.local/share/pipx/bin"]),
     ("/home/u/.config/tool/bin:/home/u/.cache/x/bin", ["/home/u/.config/tool/bin", "/home/u/.cache/x/bin"]),
-    ("/home/u/bin:/home/u/go/bin", ["/home/u/bin", "/home/u/go/bin"]),  # not all of ~/go, nor a projects dir
-    ("/home/u/projects/app/node_modules/.bin", ["/home/u/projects/app/node_modules/.bin"]),
+    ("/home/u/bin:/home/u/go/bin", ["/home/u/bin", "/home/u/go"]),  # ~/bin alone; Go's prefix (its module cache)
+    ("/home/u/miniconda3/bin:/home/u/sdk/flutter/bin", ["/home/u/miniconda3", "/home/u/sdk/flutter"]),  # prefixes
+    ("/home/u/projects/app/node_modules/.bin", ["/home/u/projects/app/node_modules/.bin"]),  # not a projects dir
+    ("/home/u/tools/x/scripts", ["/home/u/tools/x/scripts"]),
     ("/usr/bin:/bin:/home/other/.pyenv/bin", []),
     ("/home/u:/home/u/:.:bin:relative/dir:", []),  # home itself, and relative entries, open nothing
     ("/home/u/.pyenv/../.ssh:/home/u/./.gnupg/bin", ["/home/u/.ssh", "/home/u/.gnupg"]),  # normalized first

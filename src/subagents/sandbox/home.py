@@ -9,9 +9,11 @@ read back only :func:`home_reads`:
 - the workspace, when it lies under home (it is bound writable as before);
 - the toolchains on ``PATH``: each ``PATH`` directory under home, widened to the first directory below home
   when that is a dot directory (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run its versions;
-  ``~/.nvm``, ``~/.cargo``...), except the shared data directories :data:`DATA_DIRS` (``~/.local/bin``
-  stays ``~/.local/bin``); with their companions (:data:`COMPANIONS`: rustup's toolchains beside
-  ``~/.cargo``, user-installed Python packages beside ``~/.local/bin``);
+  ``~/.nvm``, ``~/.cargo``...), or to the installation a ``bin`` directory is in (``~/miniconda3`` for
+  ``~/miniconda3/bin``: its programs need its ``lib``; ``~/bin`` stays ``~/bin``), except in the shared data
+  directories :data:`DATA_DIRS` (``~/.local/bin`` stays ``~/.local/bin``); with their companions
+  (:data:`COMPANIONS`: rustup's toolchains beside ``~/.cargo``, user-installed Python packages beside
+  ``~/.local/bin``);
 - git's own configuration (:data:`GIT_CONFIG`: a commit needs the user's name and e-mail);
 - package caches an offline build reads (:data:`CACHES`: ``~/go/pkg/mod``, ``~/.m2/repository``, ``~/.cache/pip``...);
 - what the user lists in ``[sandbox] home_read`` (user config file only: a cloned project cannot open home).
@@ -21,8 +23,8 @@ or contains it, nothing is hidden this way (the workspace is the project the age
 
 >>> from pathlib import Path
 >>> home = Path("/home/u")
->>> [str(p) for p in toolchain_dirs(home, "/home/u/.pyenv/shims:/usr/bin:/home/u/bin:/home/u/go/bin")]
-['/home/u/.pyenv', '/home/u/bin', '/home/u/go/bin']
+>>> [str(p) for p in toolchain_dirs(home, "/home/u/.pyenv/shims:/usr/bin:/home/u/bin:/home/u/miniconda3/bin")]
+['/home/u/.pyenv', '/home/u/bin', '/home/u/miniconda3']
 >>> [str(p) for p in toolchain_dirs(Path("/var/home/u"), "/home/u/.nvm/v20/bin", aliases=[home])]
 ['/var/home/u/.nvm']
 >>> [str(p) for p in home_reads(home, "/home/u/.cargo/bin", ["~/.m2", "/etc/x", "~/../other"])][:4]
@@ -105,7 +107,12 @@ def toolchain_dirs(home: Path, path_env: str, aliases: Iterable[Path] = ()) -> l
         if not rel.parts:
             continue  # home itself on PATH: not a reason to show all of it
         top = rel.parts[0]
-        picked = home / top if top.startswith(".") and top not in DATA_DIRS and top not in (".", "..") else p
+        if top.startswith(".") and top not in DATA_DIRS:
+            picked = home / top  # ~/.pyenv for ~/.pyenv/shims
+        elif p.name == "bin" and len(rel.parts) > 1 and top not in DATA_DIRS:
+            picked = p.parent  # an installation's prefix: ~/miniconda3 for ~/miniconda3/bin (its lib/ beside)
+        else:
+            picked = p
         out[picked] = None
         for name in COMPANIONS.get(str(picked.relative_to(home)), ()):
             out[home / name] = None
