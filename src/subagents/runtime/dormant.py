@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..authority.guard import Authority
@@ -31,8 +32,9 @@ from .loop import AgentCore
 from .node import AgentNode, Recipe
 from .recorder import Recorder
 from .shared import ManagerParts, todo_store, tool_context
+from .status import Status
 
-__all__ = ["CoreReviver", "DormantParts", "release_if_idle", "unborn"]
+__all__ = ["CoreReviver", "DormantParts", "budget_above", "release_if_idle", "unborn"]
 
 
 class DormantParts(ManagerParts, Protocol):
@@ -74,9 +76,10 @@ class CoreReviver:
                                mode=node.mode)
             mgr.store.flush()  # everything handed to the store must be in what is read back
             messages = mgr.store.transcript(node.id)
-            parent = mgr.nodes.get(node.parent_id) if node.parent_id else None
-            held = parent.core_ if parent is not None else None  # (a released parent is not rebuilt for this)
-            budget = r.budget if r.budget is not None else Budget(node.limits, parent=held.budget if held else None)
+            parent = mgr.nodes.get(node.parent_id) if node.parent_id else None  # (a released one is not rebuilt)
+            # what is spawned under it spends from the tree's budget, as a resume of it would
+            budget = r.budget if r.budget is not None else Budget(node.limits, parent=budget_above(mgr.nodes, node,
+                                                                                                   parent))
         core = AgentCore(info=info, model=r.model, system=r.system, registry=r.registry, ctx=ctx, limits=node.limits,
                          bus=mgr.bus, messages=messages, prices=mgr.cfg.prices)
         core.system_prefix = r.prefix
@@ -123,3 +126,20 @@ def release_if_idle(mgr: DormantParts, node: AgentNode) -> None:
         r = reviver.last = Recipe(core.model, core.system, core.system_prefix, core.registry,
                                   workspace=ctx.workspace, sandbox=ctx.sandbox)
     node.release(reviver, r)
+
+
+def budget_above(nodes: Mapping[str, AgentNode], node: AgentNode, parent: AgentNode | None) -> Budget | None:
+    """What the budget of ``node`` (resumed, or rebuilt to spawn under) is carved from: its parent's while the parent
+    runs (or is being resumed: its new run's), else the one its tree's root keeps after it ended
+    (:func:`release_if_idle`), so a whole tree never spends more than its root's limit, however often its agents are
+    resumed or spawned under (``None`` for a root)."""
+    if parent is None:
+        return None
+    if parent.status is Status.RUNNING or (parent.core_ is not None and not parent.status.is_final()):
+        return parent.core.budget
+    root = nodes.get(node.root_id)
+    if root is None or root is node:
+        return None
+    if root.core_ is not None:
+        return root.core_.budget
+    return root.dormant.budget if root.dormant is not None else None

@@ -7,12 +7,17 @@ agent definitions use without importing the runtime; it is re-exported here.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from ..exceptions import LimitExceeded
-from ..limits import Limits
+from ..exceptions import LimitExceeded, UserError
+from ..limits import MAX_TIMEOUT_S, Limits
 from ..messages import Usage
 
-__all__ = ["Budget", "Limits"]
+if TYPE_CHECKING:
+    from ..store.base import RunRecord
+
+__all__ = ["Budget", "Limits", "charge_tree", "limits_from_record"]
 
 
 class Budget:
@@ -130,7 +135,8 @@ class Budget:
         if rem is not None:
             if rem <= 0:  # the deadline here (or above) has passed: a child would time out before its first call
                 raise self._overdue()
-            timeout = rem if timeout is None else min(timeout, rem)
+            # (what is left can pass the largest timeout_s: a deadline moved on by a held clock, see release_clock)
+            timeout = min(rem, MAX_TIMEOUT_S) if timeout is None else min(timeout, rem)
         if tokens == wanted.max_tokens and cost == wanted.max_cost_usd and timeout == wanted.timeout_s:
             return wanted  # nothing to cap (the common case): no new Limits to build and validate
         return Limits(wanted.max_turns, tokens, timeout, cost)
@@ -160,3 +166,26 @@ def _spent(limit: str, value: float, seen: float, over: bool) -> LimitExceeded:
         e.args = (f"Used up {limit}={value} ({limit.removeprefix('max_')}={seen}): no budget left for another "
                   "model call",)
     return e
+
+
+def limits_from_record(d: Mapping[str, object]) -> Limits:
+    """The limits a run record keeps (``limits``); a field that is no longer valid (a record of an older version, or
+    one written by hand) is dropped alone, never the others with it."""
+    kept: dict[str, object] = {}
+    for k, v in d.items():
+        if k in Limits.__dataclass_fields__:
+            try:
+                Limits(**{k: v})  # type: ignore[arg-type]
+            except (TypeError, ValueError, UserError):
+                continue
+            kept[k] = v
+    return Limits(**kept)  # type: ignore[arg-type]
+
+
+def charge_tree(budget: Budget, root: RunRecord, runs: Iterable[RunRecord]) -> None:
+    """Charge a restored root's ``budget`` with what the ``runs`` of its tree spent since its last run started (a
+    restart does not give a tree its limits anew)."""
+    for r in runs:
+        if r.run_id == root.run_id or (r.started_at or 0.0) >= (root.started_at or 0.0):
+            budget.tokens += int(r.usage.get("input_tokens", 0)) + int(r.usage.get("output_tokens", 0))
+            budget.cost += r.cost_usd or 0.0

@@ -38,14 +38,14 @@ from typing import TYPE_CHECKING
 
 from ..authority.names import MODES
 from ..authority.permissions import mode_rank
-from ..exceptions import DefinitionError, SpawnError, UserError
+from ..exceptions import DefinitionError, SpawnError
 from ..messages import Block, Message, TextBlock, ToolResultBlock, Usage
 from ..owner_key import ForeignRunsWarning, foreign_runs_note, owned_by_this_user, owner_key
 from ..store._lease import process_gone
 from ..store.base import AnnouncementRecord, RunRecord, Store
 from ..tools.todo import todos_from_transcript
 from .isolation import interrupted_line, worktree_from_record
-from .limits import Limits
+from .limits import charge_tree, limits_from_record
 from .loop import Final
 from .node import AgentNode
 from .pending_spawns import pending_spawns, spawn_result
@@ -100,13 +100,6 @@ def is_orphaned(store: Store, rec: RunRecord, now: float) -> bool:
     return lease is None or lease.expires_at <= now or process_gone(lease.process)
 
 
-def _limits(d: dict[str, object]) -> Limits:
-    try:
-        return Limits(**{k: v for k, v in d.items() if k in Limits.__dataclass_fields__})  # type: ignore[arg-type]
-    except (TypeError, ValueError, UserError):  # (a record of an older version: limits it no longer takes)
-        return Limits()
-
-
 def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> AgentNode:
     """Re-create the agent of ``rec`` in ``mgr`` (not started); raises ``SpawnError`` when impossible."""
     try:
@@ -119,10 +112,12 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
                                   rec.depth)
     if rec.permission_mode in MODES and mode_rank(rec.permission_mode) < mode_rank(grant.mode):
         grant.mode = rec.permission_mode  # it keeps the narrower mode it ran in; never a wider one
-    node = mgr.assemble(d, parent, rec.depth, mdl, _limits(rec.limits), rec.task, "", rec.label, rec.background,
-                      rec.cleanup, transcript, grant, ids=(rec.run_id, rec.nickname))
+    node = mgr.assemble(d, parent, rec.depth, mdl, limits_from_record(rec.limits), rec.task, "", rec.label,
+                        rec.background, rec.cleanup, transcript, grant, ids=(rec.run_id, rec.nickname))
     if rec.system_prompt:
         node.core.system = rec.system_prompt
+    if rec.parent_id is None and (b := node.core.budget) is not None:  # what its tree spent in its last run
+        charge_tree(b, rec, mgr.store.list_runs(include_archived=True, root_id=rec.run_id))
     restore_output(node.core, rec.limits)  # a structured run must still end with a valid final_result
     node.core.ctx.todos[:] = todos_from_transcript(transcript)  # its todo list, from its last todo_write
     node.worktree = worktree_from_record(rec.worktree)

@@ -5,10 +5,11 @@ manager's :meth:`~subagents.runtime.manager.AgentManager.send_input` and
 
 A resume runs the same checks as a spawn, in the same order: the agent must have finished (a running one is steered
 with ``send_input``), a slot must be free under ``max_threads`` / ``max_depth`` (:class:`.SlotPool`), and its
-limits are carved again from what its parent has left — or, once the parent ended, from what the budget its tree's
-root keeps has left (a tree whose budget is used up cannot resume its agents). Announcements of its own children
-that it never saw are handed to it with the message (:meth:`.Announcements.with_followups`); its loop is rebuilt
-from the stored transcript if it was let go (:mod:`.dormant`).
+limits are carved again from what its parent has left (its new run's, when it is being resumed too) — or, once the
+parent ended, from what the budget its tree's root keeps has left (a tree whose budget is used up cannot resume its
+agents) — and a cost limit needs a priced model, as for a spawn. Announcements of its own children that it never saw
+are handed to it with the message (:meth:`.Announcements.with_followups`); its loop is rebuilt from the stored
+transcript if it was let go (:mod:`.dormant`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Protocol
 
 from ..exceptions import LimitExceeded, SpawnError
 from .delivery import Announcements
+from .dormant import budget_above
+from .factory import ManagerSettings, check_priced
 from .limits import Budget, Limits
 from .nicknames import NicknamePool
 from .node import AgentNode
@@ -36,6 +39,7 @@ class ResumeParts(Protocol):
     slots: SlotPool
     nicknames: NicknamePool
     announcements: Announcements
+    cfg: ManagerSettings
     closed: bool
 
     def start(self, node: AgentNode, prompt: str | None) -> None: ...
@@ -71,12 +75,15 @@ def resume(mgr: ResumeParts, ref: str, message: str, limits: Limits | None = Non
     parent = mgr.nodes.get(node.parent_id) if node.parent_id else None
     with mgr.slots.reserve(node.depth, parent, resuming=True) as reservation:
         wanted = node.limits if limits is None else node.limits.merged(limits)
-        budget_from = _budget_above(mgr, node, parent)
+        budget_from = budget_above(mgr.nodes, node, parent)
         try:
             carved = budget_from.carve(wanted) if budget_from is not None else wanted
         except LimitExceeded as e:
             raise SpawnError(f"cannot resume: the budget it shares with its parent and their tree is used up ({e}); "
                              "resume the tree's root instead (each run of a root gets its limits anew)") from None
+        # a cost limit (given now, or carved from the tree's) on a model with no known price could not be counted
+        check_priced(node.core_.model if node.core_ is not None else node.dormant.model if node.dormant is not None
+                     else node.core.model, carved, mgr.cfg.prices)
         node.limits = carved
         node.core.limits = carved
         node.core.budget = Budget(carved, parent=budget_from)
@@ -91,19 +98,3 @@ def resume(mgr: ResumeParts, ref: str, message: str, limits: Limits | None = Non
     node.status = Status.PENDING_INIT
     mgr.start(node, prompt)
     return node
-
-
-def _budget_above(mgr: ResumeParts, node: AgentNode, parent: AgentNode | None) -> Budget | None:
-    """What a resumed agent's limits are carved from: its parent's budget while the parent runs, else the one its
-    tree's root keeps after it ended (:func:`.dormant.release_if_idle`), so a whole tree never spends more than its
-    root's limit, however often its agents are resumed (``None`` for a root)."""
-    if parent is None:
-        return None
-    if parent.status is Status.RUNNING:
-        return parent.core.budget
-    root = mgr.nodes.get(node.root_id)
-    if root is None or root is node:
-        return None
-    if root.core_ is not None:
-        return root.core_.budget
-    return root.dormant.budget if root.dormant is not None else None

@@ -44,6 +44,7 @@ class Role:
     seen: int = 0                # the last mail seq handed to the agent (marked read once committed)
     turning: bool = False        # its model's turn runs: new mail goes into its inbox (else: its next prompt)
     inboxed: dict[str, int] = field(default_factory=dict)  # inbox key -> characters: mail put there, maybe not read
+    kept_busy: int = 0           # TeammateIdle hooks that sent it back in a row (bounded as Stop hooks are)
 
 
 class RoleKeeper:

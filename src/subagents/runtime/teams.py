@@ -41,7 +41,7 @@ from ..teams.model import (
 from ..teams.store import TeamStore
 from ..tools.team import MEMBER_TOOLS, TEAM_TOOLS
 from .events import Event
-from .loop import Final
+from .loop import MAX_STOP_HOOK_TURNS, Final
 from .node import AgentNode
 from .result import RunResult
 from .status import Outcome, Status
@@ -275,9 +275,12 @@ class TeamService(RoleKeeper):
         me = self.store.member(team.name, role.name)
         if me is None or me.status in (MemberStatus.STOPPING, MemberStatus.SHUT_DOWN):
             return None
-        more = await self.hook("TeammateIdle", node.id, team_name=team.name, teammate_name=role.name)
+        more = (await self.hook("TeammateIdle", node.id, team_name=team.name, teammate_name=role.name)
+                if role.kept_busy < MAX_STOP_HOOK_TURNS else None)  # (then it goes idle: mail wakes it)
         if more is not None:
+            role.kept_busy += 1
             return f"<teammate-idle-hook>\n{more}\n</teammate-idle-hook>", 0
+        role.kept_busy = 0
         while True:
             mail = self.new_mail(role)
             if mail:
