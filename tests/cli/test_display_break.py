@@ -22,6 +22,8 @@ from subagents.cli.approve import TerminalApprover
 from subagents.cli.main import main
 from subagents.models import AgentInfo
 
+from .conftest import answer_with
+
 HIDDEN = ("\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200b", "\u200d", "\u2060", "\ufeff", "\u00a0",
           "\u3164", "\ufe0f", "\u2028")
 
@@ -116,27 +118,11 @@ def test_describe_stays_one_short_line() -> None:
 
 @contextlib.contextmanager
 def _fake_engine(monkeypatch: pytest.MonkeyPatch, pending: list[dict[str, object]]) -> Iterator[None]:
-    from subagents.cli import runs_approve
-    from subagents.engines.temporal import client
-
-    class Rec:
-        run_id, nickname = "run-1", "ada"
-
     class Engine:
         async def approvals(self, run_id: str) -> list[dict[str, object]]:
             return pending
 
-    async def connect(url: str) -> Engine:
-        return Engine()
-
-    @contextlib.contextmanager
-    def store(ctx: object) -> Iterator[None]:
-        yield None
-
-    monkeypatch.setattr(runs_approve, "open_for_reading", store)
-    monkeypatch.setattr(runs_approve, "resolve_run", lambda s, ref: Rec())
-    monkeypatch.setattr(runs_approve, "_engine_url", lambda ctx: "temporal://x")
-    monkeypatch.setattr(client.TemporalEngine, "connect", staticmethod(connect))
+    answer_with(monkeypatch, Engine())
     yield
 
 

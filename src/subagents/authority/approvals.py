@@ -20,6 +20,7 @@ how to allow the call.  ``timeout_s``: a decision not made in time is a denial.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import re
@@ -55,6 +56,13 @@ class ApprovalRequest:
     mode: str
     always_rule: str
     created_at: float = field(default_factory=time.time)
+    hook_asked: bool = False
+    """A ``PreToolUse`` hook asked for a person (Claude Code's ``"ask"``): no "allow always" rule answers it."""
+
+    def __post_init__(self) -> None:
+        # what the approver and the ``approval_requested`` listeners read is a copy: editing it (an approver that
+        # redacts what it logs, a listener that trims event data) never changes the call that runs
+        object.__setattr__(self, "arguments", _snapshot(self.arguments))
 
     def describe(self, limit: int = 120) -> str:
         """One line naming the agent, its parents and the call (its arguments cut after ``limit`` characters, the
@@ -65,8 +73,9 @@ class ApprovalRequest:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "agent_id": self.agent.id, "nickname": self.agent.nickname,
                 "agent_type": self.agent.agent_type, "depth": self.agent.depth,
-                "chain": [a.nickname for a in self.chain], "tool": self.tool, "arguments": self.arguments,
-                "reason": self.reason, "mode": self.mode, "always_rule": self.always_rule}
+                "chain": [a.nickname for a in self.chain], "tool": self.tool, "arguments": _snapshot(self.arguments),
+                "reason": self.reason, "mode": self.mode, "always_rule": self.always_rule,
+                "hook_asked": self.hook_asked}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +116,10 @@ class Decision:
 
 Approver = Callable[[ApprovalRequest], "Awaitable[Decision] | Decision"]
 
+_FAILURES = (Exception, SystemExit, KeyboardInterrupt, asyncio.CancelledError)
+"""What an approver may raise and only deny its call with; another ``BaseException`` passes through (the Temporal
+worker's approver leaves the guard with its request that way)."""
+
 
 class ApprovalBroker:
     """Serialises requests to one approver; applies the timeout; turns failures into denials."""
@@ -119,14 +132,15 @@ class ApprovalBroker:
         self._lock: asyncio.Lock | None = None
 
     async def decide(self, req: ApprovalRequest, recheck: Callable[[], bool] | None = None) -> Decision:
-        """The decision for ``req``; ``recheck()`` is asked once it is ``req``'s turn (True: allowed by now)."""
+        """The decision for ``req``; ``recheck()`` is asked once it is ``req``'s turn (True: allowed by now), unless
+        a hook asked for a person (``req.hook_asked``: a rule allowing the call is what that "ask" outranks)."""
         approver = self.approver
         if approver is None:
             return Decision("deny", decided_by="no approver")
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            if recheck is not None and recheck():
+            if recheck is not None and not req.hook_asked and recheck():
                 return Decision("allow", decided_by="rule")
             if self.timeout_s is not None and self.timeout_s <= 0:
                 return Decision("deny", decided_by="timeout")
@@ -142,7 +156,10 @@ class ApprovalBroker:
             except TimeoutError:
                 return Decision("deny", message=f"no decision within approval_timeout_s={self.timeout_s:g}",
                                 decided_by="timeout")
-            except (Exception, SystemExit) as e:  # the approver is user code: its failure is a denial, never a crash
+            except _FAILURES as e:  # the approver is user code: its failure is a denial, never a crash
+                if isinstance(e, asyncio.CancelledError) and task is not None and task.cancelling() > cancels:
+                    raise  # the asking call was cancelled (its run closed): that stays a cancellation
+                # an approver raising CancelledError or KeyboardInterrupt of its own (as with hooks) ends no run
                 return Decision("deny", message=f"the approver failed ({type(e).__name__}: {e})",
                                 decided_by="approver error")
             # an approver that swallowed the cancellation still answered too late: the timeout denies, and a
@@ -156,6 +173,14 @@ class ApprovalBroker:
             return Decision("deny", message=f"the approver returned {decision!r}, not a Decision that allows or "
                             "denies", decided_by="approver error")
         return decision
+
+
+def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``arguments`` (a shallow one when some value cannot be copied)."""
+    try:
+        return copy.deepcopy(arguments)
+    except Exception:  # an argument object that refuses copying: its top level at least is the request's own
+        return dict(arguments)
 
 
 def _is_async(fn: Any) -> bool:

@@ -16,6 +16,7 @@ gives its final answer.  With no rules and no hooks, a call costs one dict looku
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 import weakref
@@ -128,7 +129,8 @@ class AgentGuard:
         if hook_asked and verdict.action == "allow":  # Claude Code's "ask" outranks the rules' and mode's allow
             verdict = Verdict("ask", f"a PreToolUse hook asks for a person's decision: {hook_asked}")
         if verdict.action == "ask" and not hook_allowed:
-            refusal = await self._ask(call.name, args, verdict)
+            args = copy.deepcopy(args)  # the guard's own: what the person approves runs, whoever holds the call's
+            refusal = await self._ask(call.name, args, verdict, hook_asked=bool(hook_asked))
             if refusal is not None:
                 return ToolResultBlock(call.id, refusal, True)
         run = call if args is call.arguments else ToolUseBlock(call.id, call.name, args)
@@ -142,11 +144,11 @@ class AgentGuard:
                                       res.is_error)
         return res
 
-    async def _ask(self, tool: str, args: dict[str, Any], verdict: Verdict) -> str | None:
+    async def _ask(self, tool: str, args: dict[str, Any], verdict: Verdict, *, hook_asked: bool = False) -> str | None:
         """Get a decision for an ``ask`` verdict; ``None`` when allowed, else the refusal for the model."""
         auth = self.auth
         req = ApprovalRequest(f"ap-{next(_ids)}", self.info, auth.chain(self.info.id), tool, args, verdict.reason,
-                              self.mode, _always_rule(tool, args))
+                              self.mode, _always_rule(tool, args), hook_asked=hook_asked)
         auth.emit(self.info, "approval_requested", req.to_dict())
         t0 = time.monotonic()
         auth.hold_clock(self.info.id, True)

@@ -14,6 +14,7 @@ no one could approve them, and the warning of an unconfined shell.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import threading
@@ -63,7 +64,7 @@ def discard_typeahead(fd: int = 0) -> int:
 class TerminalApprover:
     """Asks the person at the terminal; see the module docstring."""
 
-    __slots__ = ("discard", "out", "read_line", "view")
+    __slots__ = ("_reading", "_waiter", "discard", "out", "read_line", "view")
 
     def __init__(self, view: LiveView | None = None, *, out: TextIO | None = None,
                  read_line: ReadLine = _stdin_line, discard: Callable[[], int] = discard_typeahead) -> None:
@@ -71,6 +72,9 @@ class TerminalApprover:
         self.out = out or sys.stderr
         self.read_line = read_line
         self.discard = discard
+        # the loop a reader thread delivers its line to, while one waits for a line (one at most: two split answers)
+        self._reading: asyncio.AbstractEventLoop | None = None
+        self._waiter: asyncio.Future[str | None] | None = None  # the question the next line answers
 
     async def __call__(self, req: ApprovalRequest) -> Decision:
         if self.view is not None:
@@ -108,11 +112,23 @@ class TerminalApprover:
         self.out.flush()
 
     async def _read(self, prompt: str) -> str | None:
-        """One line from the person, read in a daemon thread (an unanswered prompt never blocks exit)."""
+        """One line from the person, read in a daemon thread (an unanswered prompt never blocks exit).
+
+        A question that went unanswered (timed out, or its run was closed) leaves its reader waiting for a line:
+        the next question takes that reader over instead of starting a second one, which would have left the
+        person's answer to the first reader, dropped with the old question, and the new one waiting on."""
         self.out.write(prompt)
         self.out.flush()
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[str | None] = loop.create_future()
+        self._waiter = fut
+
+        def deliver(line: str | None) -> None:
+            if self._reading is loop:
+                self._reading = None
+            waiter = self._waiter
+            if waiter is not None and waiter.get_loop() is loop and not waiter.done():
+                waiter.set_result(line)
 
         def read() -> None:
             try:
@@ -121,9 +137,12 @@ class TerminalApprover:
                 line = None
             if line == "":
                 line = None  # end of input
-            loop.call_soon_threadsafe(lambda: None if fut.done() else fut.set_result(line))
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits for this line
+                loop.call_soon_threadsafe(deliver, line)
 
-        threading.Thread(target=read, name="subagents-approval-input", daemon=True).start()
+        if self._reading is not loop:
+            self._reading = loop
+            threading.Thread(target=read, name="subagents-approval-input", daemon=True).start()
         return await fut
 
 

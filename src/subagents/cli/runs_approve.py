@@ -70,6 +70,7 @@ def approve(ctx: click.Context, run_ref: str, call_id: str, answer: str, message
     """
     from ..engines.temporal.client import TemporalEngine
 
+    _check_options(answer, message, rule)
     with open_for_reading(ctx) as store:
         rec = resolve_run(store, run_ref)
     decision = {"allow": Decision.allow(), "always": Decision.allow_always(rule),
@@ -80,3 +81,22 @@ def approve(ctx: click.Context, run_ref: str, call_id: str, answer: str, message
 
     click.echo(f"{rec.nickname}: {call_id} {asyncio.run(go())}")
     return 0
+
+
+def _check_options(answer: str, message: str | None, rule: str | None) -> None:
+    """Refuse, before anything is sent, an option the answer would drop (``--rule`` is for ``always``, ``--message``
+    for ``deny``) and a rule that does not parse (the worker would have remembered the request's own rule instead,
+    without a word): the person learns what their answer really does."""
+    from ..authority.rules import parse_rule
+
+    if rule is not None and answer != "always":
+        raise click.UsageError(f"--rule goes with the answer 'always' (it names what to allow from now on), not "
+                               f"with {answer!r}")
+    if message is not None and answer != "deny":
+        raise click.UsageError(f"--message goes with the answer 'deny' (the reason the agent reads), not with "
+                               f"{answer!r}")
+    if rule is not None:
+        try:
+            parse_rule(rule, "--rule")
+        except ValueError as e:
+            raise click.UsageError(f"--rule: {visible(str(e))}") from None

@@ -9,11 +9,15 @@ A worker has no person to ask: when a call needs an approval, the agent's workfl
   (``Runtime(approver=...)``; the terminal prompt of ``subagents run``) through its broker — one
   request at a time, ``approval_timeout_s`` applied — and publishes ``approval_decided``;
 - a request that an "allow always" answer of this tree already covers is allowed without asking (the
-  broker's re-check, as locally: a rule covers the whole tree);
+  broker's re-check, as locally: a rule covers the whole tree), unless a ``PreToolUse`` hook asked for a person;
 - with no approver it denies at once (``no approver``): the agent reads the local "no one can approve it
   here" refusal and the CLI's notice prints;
 - it sends the decision to the agent's workflow; a request someone else answered first (another client,
   ``TemporalEngine.decide``) or whose run has ended is skipped.
+
+A request is told apart by its run, its call id and when it was made: a model may give a call of a later turn
+the id of an earlier one (some OpenAI-compatible servers number the calls of each answer from 0), and that call
+is asked too; an answer is sent only while the very request it answers still waits under its id.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ class RemoteApprovals:
         self.store, self.bus, self.engine, self.executor = store, bus, engine, executor
         self.broker = broker or ApprovalBroker(None)
         self.roots: set[str] = set()
-        self.seen: set[tuple[str, str]] = set()  # (run id, call id) of the requests taken
+        self.seen: set[tuple[str, str, str]] = set()  # (run id, call id, created at) of the requests taken
         self.rules: dict[str, list[Rule]] = {}  # root id -> the "allow always" rules given to that tree
         self.tasks: set[RunHandle[None]] = set()
         self._polls = 0
@@ -74,7 +78,7 @@ class RemoteApprovals:
             for a in self.store.audit_of(root):
                 if a.kind != "approval_requested":
                     continue
-                key = (str(a.data.get("run_id")), str(a.data.get("id")))
+                key = (str(a.data.get("run_id")), str(a.data.get("id")), repr(a.data.get("created_at")))
                 if key not in self.seen:
                     self.seen.add(key)
                     self._start(a.data)
@@ -95,6 +99,8 @@ class RemoteApprovals:
         self.tasks.add(handle)
 
     def _covered(self, root: str, request: dict[str, Any]) -> bool:
+        if request.get("hook_asked"):  # a hook's "ask" outranks the rules: a person decides, as locally
+            return False
         args = request.get("arguments") or {}
         return any(r.matches(str(request.get("tool")), args, allow=True, root=request.get("root"))
                    for r in self.rules.get(root, ()))
@@ -105,12 +111,14 @@ class RemoteApprovals:
 
         run_id, call_id, root = str(request["run_id"]), str(request["id"]), str(request.get("root_id") or "")
         engine = await self.engine()
-        if not any(p.get("id") == call_id for p in await engine.approvals(run_id)):
+        if not await self._waiting(engine, request):
             return  # answered by someone else, timed out, or its run ended
         req = request_from(request)
         self._emit(request, "approval_requested", req.to_dict())
         t0 = time.monotonic()
         decision = await self.broker.decide(req, lambda: self._covered(root, request))
+        if not await self._waiting(engine, request):
+            return  # it timed out while the person decided: the answer is for no call (its id may be reused)
         if decision.allowed and decision.always:
             text = decision.rule or req.always_rule
             rule: Rule | None
@@ -131,6 +139,14 @@ class RemoteApprovals:
             "id": call_id, "tool": req.tool, "decision": decision.label(), "by": decision.decided_by,
             "message": decision.message, "waited_s": round(time.monotonic() - t0, 3), "reason": req.reason,
             "rule": (decision.rule or req.always_rule) if decision.always else None, "arguments": req.arguments})
+
+    @staticmethod
+    async def _waiting(engine: TemporalEngine, request: dict[str, Any]) -> bool:
+        """Whether ``request`` itself (not a later call given its id) still waits for a decision."""
+        for p in await engine.approvals(str(request["run_id"])):
+            if p.get("id") == request["id"]:
+                return all(p[k] == request.get(k) for k in ("created_at", "tool", "arguments") if k in p)
+        return False
 
     def _emit(self, request: dict[str, Any], kind: str, data: dict[str, Any]) -> None:
         if self.bus.active:

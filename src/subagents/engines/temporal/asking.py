@@ -95,4 +95,4 @@ def request_from(d: dict[str, Any]) -> ApprovalRequest:
                             int(a.get("depth", 0)), a.get("parent_id")) for a in d.get("chain_agents") or ())
     return ApprovalRequest(str(d["id"]), agent, chain, str(d.get("tool", "")), dict(d.get("arguments") or {}),
                            str(d.get("reason", "")), str(d.get("mode", "")), str(d.get("always_rule", "")),
-                           float(d.get("created_at") or time.time()))
+                           float(d.get("created_at") or time.time()), hook_asked=bool(d.get("hook_asked")))
