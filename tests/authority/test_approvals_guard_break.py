@@ -60,3 +60,17 @@ async def test_the_call_the_person_approved_runs_even_if_its_dict_is_edited_whil
         await rt.run("go")
     assert (tmp_path / "a.txt").exists()
     assert not (tmp_path / "other.txt").exists()
+
+
+async def test_allow_always_answers_are_let_go_with_their_tree(tmp_path: Path) -> None:
+    """``Permissions.forget`` was never called: every root's "allow always" rules lived as long as the runtime
+    (a long-lived ``subagents serve`` kept them all).  They are let go when the tree leaves memory."""
+    async with Runtime(writes("a.txt"), workdir=tmp_path, store="memory://",
+                       approver=lambda req: Decision.allow_always()) as rt:
+        assert rt.manager.retention is not None
+        assert rt.manager.authority is not None
+        rt.manager.retention.keep_trees = 2
+        roots = [(await rt.run("go")).id for _ in range(5)]
+        perms = rt.manager.authority.permissions
+        kept = [r for r in roots if perms.session_rules(r)]
+    assert kept == roots[-2:]  # the two trees still in memory keep theirs: the others' are gone

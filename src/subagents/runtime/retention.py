@@ -55,6 +55,8 @@ class Retention:
             del mgr.nodes[n.id]
             mgr.nicknames.release(n.nickname)
         mgr.todos.pop(root_id, None)
+        if mgr.authority is not None:  # its "allow always" answers were for its runs (a long-lived serve kept them all)
+            mgr.authority.permissions.forget(root_id)
         return True
 
     def busy(self, node: AgentNode) -> bool:
