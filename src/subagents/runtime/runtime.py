@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -377,7 +376,7 @@ class Runtime:
     def create_team(self, name: str, description: str = "") -> Team:
         """A new team that you lead from Python (``team.spawn``, ``team.add_task``, ``team.send``...)."""
         svc = team_service(self.manager)
-        return Team(svc, svc.store.create_team(check_name("team", name), "", time.time(), description).name)
+        return Team(svc, svc.create_team(check_name("team", name), "", description).name)
 
     # -- shared context -------------------------------------------------------------------------
     @routed

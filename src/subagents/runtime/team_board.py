@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 from ..exceptions import SpawnError
+from ..teams._rules import plan_update
 from ..teams.model import (
     MemberRecord,
     MemberStatus,
@@ -116,6 +117,7 @@ async def update_task(svc: TeamService, team: TeamRecord, by: str, task_id: int,
         if t is None:
             raise TeamError(f"no task #{task_id} in team {team.name}; task_list shows the board")
         if t.status is not TaskStatus.COMPLETED:
+            plan_update(t, by, status)  # another's task is refused before its hooks run (they may run the tests)
             reason = await svc.hook("TaskCompleted", agent_id, team_name=team.name, task_id=task_id,
                                     task_subject=t.subject, task_description=t.description, teammate_name=by,
                                     note=note or "")

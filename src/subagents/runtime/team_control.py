@@ -8,7 +8,6 @@ text for the model.  Refusals are :class:`~subagents.exceptions.ToolError`\\ s t
 from __future__ import annotations
 
 import json
-import time
 import weakref
 from typing import TYPE_CHECKING
 
@@ -21,13 +20,16 @@ if TYPE_CHECKING:
     from .manager import AgentManager
     from .node import AgentNode
 
-__all__ = ["MAX_MESSAGE_CHARS", "MAX_SUBJECT_CHARS", "MAX_TEXT_CHARS", "MAX_UNREAD_FROM", "TeamTools", "render_board",
-           "render_task", "team_tools"]
+__all__ = ["BOARD_CHARS", "MAX_BLOCKERS", "MAX_MESSAGE_CHARS", "MAX_OPEN_TASKS", "MAX_SUBJECT_CHARS", "MAX_TEXT_CHARS",
+           "MAX_UNREAD_FROM", "TeamTools", "render_board", "render_task", "team_tools"]
 
 MAX_MESSAGE_CHARS = 20_000  # one message (send_message, broadcast)
 MAX_UNREAD_FROM = 50        # messages from one sender that one recipient has not read yet
 MAX_SUBJECT_CHARS = 200     # a task's subject (one line), a team's description
 MAX_TEXT_CHARS = 20_000     # a task's description, a note
+MAX_OPEN_TASKS = 1_000      # tasks of a team not completed yet (task_create refuses more)
+MAX_BLOCKERS = 50           # ids in one task's blocked_by
+BOARD_CHARS = 40_000        # what task_list shows at most (open tasks first): below the tools' output cap
 
 
 def _text(what: str, text: str | None, limit: int, *, line: bool = False) -> str:
@@ -56,11 +58,30 @@ def render_task(t: TaskRecord, *, full: bool = False) -> str:
     return line
 
 
-def render_board(team: str, tasks: list[TaskRecord]) -> str:
+def render_board(team: str, tasks: list[TaskRecord], budget: int = BOARD_CHARS) -> str:
+    """The board by id; one too long for ``budget`` characters shows its open tasks first, then the latest completed
+    ones, and says how many it leaves out (else the tools' output cap cut the newest, open tasks off)."""
     if not tasks:
         return f"team {team}: the task board is empty (task_create adds one)"
-    done = sum(1 for t in tasks if t.status is TaskStatus.COMPLETED)
-    return "\n".join([f"team {team}: {len(tasks)} tasks, {done} completed", *(render_task(t) for t in tasks)])
+    done = [t for t in tasks if t.status is TaskStatus.COMPLETED]
+    head = f"team {team}: {len(tasks)} tasks, {len(done)} completed"
+    lines = [render_task(t) for t in tasks]
+    if sum(len(x) + 1 for x in lines) + len(head) <= budget:
+        return "\n".join([head, *lines])
+    shown: list[str] = []
+    used = len(head) + 200  # (room for the note)
+    open_ = [t for t in tasks if t.status is not TaskStatus.COMPLETED]
+    for t in [*open_, *reversed(done)]:
+        line = render_task(t)
+        if used + len(line) + 1 > budget:
+            break
+        shown.append(line)
+        used += len(line) + 1
+    n_open = min(len(shown), len(open_))
+    left_open, left_done = len(open_) - n_open, len(done) - (len(shown) - n_open)
+    note = (f"(the board is too long to show whole: open tasks first, then the latest completed; not shown: "
+            f"{left_open} open, {left_done} completed — task_get(task_id) shows any task)")
+    return "\n".join([head, *shown[:n_open], *reversed(shown[n_open:]), note])
 
 
 class TeamTools:
@@ -84,21 +105,42 @@ class TeamTools:
             raise ToolError("you are not in a team: a lead creates one with team_create, and teammates are spawned "
                             "into it with spawn_agent(..., team=..., name=...)")
         try:
-            return role, self.svc.team(role.team)
+            team = self.svc.team(role.team)
         except TeamError as e:
             raise ToolError(str(e)) from None
+        if not self._holds(caller_id, role, team):
+            self._leave(caller_id)
+            raise ToolError(f"you are no longer in team {team.name!r}: your team was deleted, and the team of that "
+                            "name now is another one; team_create makes you the lead of a new team")
+        return role, team
+
+    def _holds(self, caller_id: str, role: Role, team: TeamRecord) -> bool:
+        """``caller_id`` still has ``role`` in ``team``: the team's lead, or the member of that name (its team was not
+        deleted and another made under the same name since)."""
+        if role.name == LEAD:
+            return team.lead_id == caller_id
+        m = self.svc.store.member(team.name, role.name)
+        return m is not None and m.agent_id == caller_id
+
+    def _leave(self, caller_id: str) -> None:
+        """``caller_id`` is in no team any more: no role, and its tools and hooks no longer see one."""
+        self.svc.roles.pop(caller_id, None)
+        node = self.svc.mgr.nodes.get(caller_id)
+        if node is not None:  # (seed 001's context fields)
+            node.core.ctx.team_name, node.core.ctx.is_team_lead = None, False
 
     # -- the team -------------------------------------------------------------------------------------
     async def team_create(self, caller_id: str, name: str, description: str) -> str:
         node = self._node(caller_id)
         role = self.svc.role(caller_id)
-        if role is not None and role.name == LEAD and self.svc.store.get_team(role.team) is None:
-            self.svc.roles.pop(caller_id, None)  # its team was deleted (from Python or the CLI): it may lead anew
+        mine = self.svc.store.get_team(role.team) if role is not None else None
+        if role is not None and (mine is None or not self._holds(caller_id, role, mine)):
+            self._leave(caller_id)  # its team was deleted (from Python or the CLI): it may lead anew
         elif role is not None:
             raise ToolError(f"you are already in team {role.team!r}; an agent leads or joins one team")
         try:
-            team = self.svc.store.create_team(check_name("team", name), node.id, time.time(),
-                                              _text("team description", description, MAX_SUBJECT_CHARS, line=True))
+            team = self.svc.create_team(check_name("team", name), node.id,
+                                        _text("team description", description, MAX_SUBJECT_CHARS, line=True))
         except TeamError as e:
             raise ToolError(str(e)) from None
         self.svc.bind(node, Role(team.name, LEAD, node.mode))
@@ -115,10 +157,7 @@ class TeamTools:
             self.svc.store.delete_team(team.name)
         except TeamError as e:
             raise ToolError(str(e)) from None
-        self.svc.roles.pop(caller_id, None)
-        lead = self.svc.mgr.nodes.get(caller_id)
-        if lead is not None:  # no longer a lead: what its tools and hooks see (seed 001's context fields)
-            lead.core.ctx.team_name, lead.core.ctx.is_team_lead = None, False
+        self._leave(caller_id)  # no longer a lead
         self.svc.emit(caller_id, "team_deleted", team=team.name)
         return f"team {team.name} deleted"
 
@@ -140,6 +179,12 @@ class TeamTools:
         role, team = self._member(caller_id)
         subject = _text("task subject", subject, MAX_SUBJECT_CHARS, line=True)
         description = _text("task description", description, MAX_TEXT_CHARS)
+        if len(set(blocked_by)) > MAX_BLOCKERS:
+            raise ToolError(f"a task waits for at most {MAX_BLOCKERS} others (blocked_by); split the work, or block "
+                            "it on one task that waits for the rest")
+        if sum(t.status is not TaskStatus.COMPLETED for t in self.svc.store.tasks(team.name)) >= MAX_OPEN_TASKS:
+            raise ToolError(f"team {team.name} already has {MAX_OPEN_TASKS:,} open tasks; complete some (or give "
+                            "bigger ones) before you add more")
         try:
             t = await board.add_task(self.svc, team, role.name, subject, description, blocked_by)
         except TeamError as e:
@@ -169,9 +214,14 @@ class TeamTools:
         return f"you own {render_task(t, full=True)}"
 
     def _one_at_a_time(self, role: Role, team: TeamRecord, task_id: int | None) -> None:
-        """A teammate works on one task at a time (its first prompt says so): it cannot hoard the board."""
+        """A teammate works on one task at a time (its first prompt says so): it cannot hoard the board; and one
+        asked to shut down takes no new task (it would start work that is given back when it ends)."""
         if role.name == LEAD:
             return
+        me = self.svc.store.member(team.name, role.name)
+        if me is not None and me.status in (MemberStatus.STOPPING, MemberStatus.SHUT_DOWN):
+            raise ToolError("you are asked to shut down: take no new task; finish your current step, give back what "
+                            "you cannot finish (task_update status=\"pending\") and end your turn")
         mine = [t.id for t in self.svc.store.tasks(team.name, TaskStatus.IN_PROGRESS)
                 if t.owner == role.name and t.id != task_id]
         if mine:

@@ -120,3 +120,11 @@ class RoleKeeper:
         role = self.roles.get(node.id)
         return (role is not None and role.name != LEAD and result.outcome is Outcome.INTERRUPTED
                 and self.mgr.stop_as[0] is Outcome.INTERRUPTED)
+
+    def set_mode(self, node: AgentNode, mode: str) -> None:
+        """Switch a (not yet started, or plan-approved) teammate's permission mode."""
+        node.mode = mode
+        if node.core.guard is not None:
+            node.core.guard.mode = mode  # type: ignore[attr-defined]
+        node.core.ctx.shell_writable = mode != "plan"
+        self.mgr.recorder.update(node, {"permission_mode": mode})

@@ -83,6 +83,13 @@ class TeamService(RoleKeeper):
             raise TeamError(f"no team named {name!r} (teams: {known}); create it first")
         return t
 
+    def create_team(self, name: str, lead_id: str, description: str) -> TeamRecord:
+        """A new team; no read marks of an earlier team of its name carry over (``Team.inbox`` would hide its mail)."""
+        team = self.store.create_team(name, lead_id, time.time(), description)
+        for key in [k for k in self.handed if k[0] == team.name]:
+            del self.handed[key]
+        return team
+
     def agent_of(self, team: TeamRecord, name: str) -> str | None:
         """The run id of ``name`` in ``team`` (``lead``: the lead's)."""
         if name == LEAD:
@@ -202,7 +209,11 @@ class TeamService(RoleKeeper):
     async def run(self, node: AgentNode, prompt: str | None) -> RunResult:
         """What the manager runs instead of ``node.core.run`` for an agent with a role (or once teams exist)."""
         self.rejoin(node)  # an ended lead or teammate that is resumed takes its role back
-        if prompt is None and node.id in self.resumed_idle:  # restored while idle: no model call, wait for mail
+        role = self.roles.get(node.id)
+        me = self.store.member(role.team, role.name) if role is not None and role.name != LEAD else None
+        if me is not None and prompt is not None and me.status in (MemberStatus.STOPPING, MemberStatus.SHUT_DOWN):
+            result = node.core.result(Final("asked to shut down before it started"))  # (no model call, no tool)
+        elif prompt is None and node.id in self.resumed_idle:  # restored while idle: no model call, wait for mail
             self.resumed_idle.discard(node.id)
             last = node.core.messages[-1]
             result = node.core.result(Final(last.text))
@@ -304,7 +315,7 @@ class TeamService(RoleKeeper):
     async def _lead_next(self, node: AgentNode, role: Role) -> tuple[str, int] | None:
         while True:
             team = self.store.get_team(role.team)
-            if team is None:  # deleted
+            if team is None or team.lead_id != node.id:  # deleted (and maybe another made under its name)
                 return None
             mail = self.new_mail(role)
             if mail:
@@ -366,14 +377,6 @@ class TeamService(RoleKeeper):
         lead = self.roles.get(t.lead_id) if t is not None and t.lead_id else None
         if lead is not None and lead.wake is not None:
             lead.wake.set()
-
-    def set_mode(self, node: AgentNode, mode: str) -> None:
-        """Switch a (not yet started, or plan-approved) teammate's permission mode."""
-        node.mode = mode
-        if node.core.guard is not None:
-            node.core.guard.mode = mode  # type: ignore[attr-defined]
-        node.core.ctx.shell_writable = mode != "plan"
-        self.mgr.recorder.update(node, {"permission_mode": mode})
 
 
 def restore_teams(mgr: AgentManager) -> None:
