@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
-from subagents.models import ModelRequest, ModelResponse, ToolCall
+from subagents import Runtime
+from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
+from subagents.teams.model import MailRecord, TaskRecord
 
 NAME = re.compile(r'^You are "([a-z0-9_-]+)", a teammate in team "([a-z0-9_-]+)"')
 
@@ -66,3 +69,43 @@ class LeadAndWorkers:
         if content.startswith(("updated", "message sent")):
             return ModelResponse(tool_calls=[call("task_claim", {}, turns(req))])
         return ModelResponse(text=f"{me}: nothing left")
+
+
+class Script:
+    """``ann`` makes ``calls`` one per turn, then ends its turn; ``bob`` records each prompt it gets and goes idle."""
+
+    def __init__(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        self.calls = calls
+        self.results: list[tuple[bool, str]] = []  # ann's tool results: (is_error, content)
+        self.bob: list[str] = []
+
+    def __call__(self, req: ModelRequest) -> ModelResponse:
+        last = req.messages[-1]
+        if member_name(req) == "bob":
+            self.bob.append(last.text)
+            return ModelResponse(text="bob idle")
+        self.results.extend((r.is_error, r.content) for r in last.tool_results)
+        n = sum(1 for m in req.messages if m.role == "assistant" and m.tool_uses)
+        if n < len(self.calls):
+            return ModelResponse(tool_calls=[call(*self.calls[n], n)])
+        return ModelResponse(text="ann done")
+
+
+async def drive(workdir: Path, calls: list[tuple[str, dict[str, Any]]], tasks: int = 0, completed: int = 0,
+                subject: str = "job") -> tuple[Script, list[MailRecord], list[TaskRecord]]:
+    """A Python-led team ``t``: ``tasks`` tasks on the board (the first ``completed`` of them completed by the lead),
+    ``bob`` idle, then ``ann`` runs ``calls``."""
+    s = Script(calls)
+    async with Runtime(model=FunctionModel(s), workdir=workdir, store="memory") as rt:
+        team = rt.create_team("t")
+        for i in range(tasks):
+            await team.add_task(f"{i} {subject}")
+        for i in range(completed):
+            await team.complete_task(i + 1, "done")
+        team.spawn("bob", "wait for mail")
+        assert await team.wait_idle(timeout=5)
+        team.spawn("ann", "go")
+        assert await team.wait_idle(timeout=10)
+        mail, board = team.mail(1000), team.tasks
+        team.shutdown()
+    return s, mail, board
