@@ -295,7 +295,7 @@ class FakeEngine:
     async def approvals(self, run_id: str) -> list[dict[str, Any]]:
         return list(self.pending)
 
-    async def decide(self, run_id: str, call_id: str, decision: Decision) -> str:
+    async def decide(self, run_id: str, call_id: str, decision: Decision, *, created_at: float | None = None) -> str:
         self.decided.append((call_id, decision))
         return decision.label()
 

@@ -1,6 +1,11 @@
-"""``subagents runs approve ID CALL_ID allow|always|deny [--message TEXT]``: answer, from any terminal, a call of
-a Temporal-engine run that waits for a person (``subagents runs approvals ID`` lists them).  Both only read the run
-store (the answer goes to the engine): they open it read-only (:mod:`.runs_store`)."""
+"""``subagents runs approve ID CALL_ID allow|always|deny [--request STAMP] [--message TEXT]``: answer, from any
+terminal, a call of a Temporal-engine run that waits for a person (``subagents runs approvals ID`` lists them, each
+with its ``request:`` stamp).  Both only read the run store (the answer goes to the engine): they open it read-only
+(:mod:`.runs_store`).
+
+A model may give a later turn's call the id of an earlier one (some OpenAI-compatible servers number each answer's
+calls from 0): ``--request`` names the request the answer was decided on, and the engine refuses the answer when
+another one waits under ``CALL_ID`` by then.  Without it, the answer goes to whatever waits under ``CALL_ID``."""
 
 from __future__ import annotations
 
@@ -49,7 +54,8 @@ def approvals(ctx: click.Context, run_ref: str) -> int:
         click.echo(f"{rec.nickname} ({rec.run_id}) waits for no approval")
     for p in pending:
         click.echo(f"{visible(str(p['id']))}  {visible(str(p['tool']))}({visible(str(p['arguments']))})  why: "
-                   f"{visible(str(p['reason']))}  always rule: {visible(str(p['always_rule']))}")
+                   f"{visible(str(p['reason']))}  always rule: {visible(str(p['always_rule']))}  request: "
+                   f"{visible(repr(p.get('created_at')))}")
     return 0
 
 
@@ -57,30 +63,56 @@ def approvals(ctx: click.Context, run_ref: str) -> int:
 @click.argument("run_ref", metavar="ID")
 @click.argument("call_id", metavar="CALL_ID")
 @click.argument("answer", type=click.Choice(["allow", "always", "deny"]))
+@click.option("--request", "stamp", default=None, metavar="STAMP",
+              help="The request this answer is for (its 'request:' in `runs approvals`): refused if CALL_ID now waits "
+                   "for another one.")
 @click.option("--message", default=None, help="With deny: the reason the agent reads.")
 @click.option("--rule", default=None, help="With always: the rule to allow (default: the request's).")
 @_where
 @click.pass_context
-def approve(ctx: click.Context, run_ref: str, call_id: str, answer: str, message: str | None,
+def approve(ctx: click.Context, run_ref: str, call_id: str, answer: str, stamp: str | None, message: str | None,
             rule: str | None) -> int:
     """Answer a call of a Temporal-engine run that waits for a person: allow (once), always (this run and the
     sub-agents it starts), or deny.
 
-    Only reads the run store (a read-only one too): the answer goes to the engine.
+    Give --request (the request's stamp that `runs approvals` shows): a model may reuse a call id in a later turn,
+    and the answer is then refused instead of reaching a call you have not seen.  Only reads the run store (a
+    read-only one too): the answer goes to the engine.
     """
     from ..engines.temporal.client import TemporalEngine
 
     _check_options(answer, message, rule)
+    created_at = _stamp(stamp)
     with open_for_reading(ctx) as store:
         rec = resolve_run(store, run_ref)
     decision = {"allow": Decision.allow(), "always": Decision.allow_always(rule),
                 "deny": Decision.deny(message)}[answer]
 
     async def go() -> str:
-        return await (await TemporalEngine.connect(_engine_url(ctx))).decide(rec.run_id, call_id, decision)
+        engine = await TemporalEngine.connect(_engine_url(ctx))
+        try:
+            if created_at is None:  # names no request: whatever waits under call_id (see the module docstring)
+                return await engine.decide(rec.run_id, call_id, decision)
+            return await engine.decide(rec.run_id, call_id, decision, created_at=created_at)
+        except UserError as e:  # a refusal quotes the call waiting now: shown as a person should read it
+            raise UserError(visible(str(e))) from None
 
-    click.echo(f"{rec.nickname}: {call_id} {asyncio.run(go())}")
+    click.echo(f"{rec.nickname}: {visible(call_id)} {asyncio.run(go())}")
     return 0
+
+
+def _stamp(text: str | None) -> float | None:
+    """``--request``'s stamp (a request's ``created_at``), refused before anything is sent when it is none."""
+    if text is None:
+        return None
+    try:
+        stamp = float(text)
+    except ValueError:
+        stamp = float("nan")
+    if stamp != stamp or stamp in (float("inf"), float("-inf")):
+        raise click.UsageError(f"--request {visible(text)!r} is no request's stamp: give the 'request:' that "
+                               "`subagents runs approvals ID` shows for the call")
+    return stamp
 
 
 def _check_options(answer: str, message: str | None, rule: str | None) -> None:

@@ -12,8 +12,9 @@ A worker has no person to ask: when a call needs an approval, the agent's workfl
   broker's re-check, as locally: a rule covers the whole tree), unless a ``PreToolUse`` hook asked for a person;
 - with no approver it denies at once (``no approver``): the agent reads the local "no one can approve it
   here" refusal and the CLI's notice prints;
-- it sends the decision to the agent's workflow; a request someone else answered first (another client,
-  ``TemporalEngine.decide``) or whose run has ended is skipped.
+- it sends the decision to the agent's workflow, naming the request it answers (``created_at``: the workflow
+  refuses it if another request waits under that call id by then); a request someone else answered first (another
+  client, ``TemporalEngine.decide``) or whose run has ended is skipped.
 
 A request is told apart by its run, its call id and when it was made: a model may give a call of a later turn
 the id of an earlier one (some OpenAI-compatible servers number the calls of each answer from 0), and that call
@@ -132,7 +133,7 @@ class RemoteApprovals:
             if rule is not None:
                 self.rules.setdefault(root, []).append(rule)
         try:
-            await engine.decide(run_id, call_id, decision)
+            await engine.decide(run_id, call_id, decision, created_at=request.get("created_at"))
         except UserError:
             return  # decided elsewhere meanwhile, or the run ended (closed): nothing to tell
         self._emit(request, "approval_decided", {

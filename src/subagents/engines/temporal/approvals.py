@@ -8,11 +8,15 @@ it returns the request.  :meth:`Approvals.call_tool` then
    row on the tree's root run, which a client's :class:`~subagents.runtime.remote_approvals.RemoteApprovals`
    reads),
 3. waits (``workflow.wait_condition``; no history grows while it waits) for the ``decide`` update —
-   its validator refuses an id that is not pending or already decided — or, when the worker has an
-   ``approval_timeout_s``, for that long (then it is a denial, as locally),
-4. runs the call again with the decision attached: the guard then allows it (an "allow always" rule
-   joins ``Prepared.session_rules``: the run's later calls and the children it starts after this have
-   it, across continue-as-new too) or refuses it with the local engine's text.
+   its validator refuses an id that is not pending or already decided, and a decision that names another
+   request than the one waiting under that id (``created_at``: a model may give a later turn's call the id
+   of an earlier one) — or, when the worker has an ``approval_timeout_s``, for that long (then it is a
+   denial, as locally),
+4. runs the call again with the decision and the request it answers attached: the guard then allows it
+   (an "allow always" rule joins ``Prepared.session_rules``: the run's later calls and the children it
+   starts after this have it, across continue-as-new too) or refuses it with the local engine's text.
+   When the call is no longer the one the person allowed (a ``PreToolUse`` hook rewrote it differently on
+   this run, :mod:`.asking`), the new call is asked about once more; if it changes again, it is refused.
 
 While a person decides, the run's ``timeout_s`` clock stops, and its ancestors' too (``clock`` signals up
 the tree), as locally: :meth:`Approvals.within` runs the turns against a deadline that moves by the time
@@ -37,6 +41,7 @@ from .shapes import ApprovalNote, Prepared, ToolRun, ToolRunReply
 __all__ = ["Approvals"]
 
 _BEHAVIORS = ("allow", "deny")
+_ASKS = 2  # requests for one call: the first, and one more when the call changed after it was allowed
 T = TypeVar("T")
 
 
@@ -122,16 +127,19 @@ class Approvals:
 
     # -- the update and the query --------------------------------------------------------------------
     def validate(self, call_id: str, decision: dict[str, Any]) -> None:
-        """Refuse a decision for a call that is not waiting for one (unknown, decided, or ended)."""
+        """Refuse a decision for a call that is not waiting for one (unknown, decided, or ended), or that names
+        (``created_at``) another request than the one waiting under ``call_id``."""
         p = self.pending.get(call_id)
         if p is None:
             waiting = ", ".join(sorted(self.pending)) or "none"
             raise ValueError(f"no approval {call_id!r} is pending in this run (pending: {waiting}); it was decided, "
                              "timed out or its run ended")
+        if not isinstance(decision, dict) or decision.get("behavior") not in _BEHAVIORS:
+            raise ValueError("a decision needs behavior 'allow' or 'deny' (and optionally always, rule, message, "
+                             "created_at)")
+        _check_request(call_id, p.request, decision.get("created_at"))
         if p.decision is not None:
             raise ValueError(f"approval {call_id!r} has already been decided ({_label(p.decision)})")
-        if not isinstance(decision, dict) or decision.get("behavior") not in _BEHAVIORS:
-            raise ValueError("a decision needs behavior 'allow' or 'deny' (and optionally always, rule, message)")
 
     def decide(self, call_id: str, decision: dict[str, Any]) -> str:
         """Deliver a decision; returns what it is (``allowed once``, ``allowed always``, ``denied``)."""
@@ -149,6 +157,7 @@ class Approvals:
     async def call_tool(self, p: Prepared, call_id: str, name: str, args: dict[str, Any]) -> ToolRunReply:
         """Run one tool call (the ``call_tool`` activity), asking a person first when the guard says so."""
         decision: dict[str, Any] | None = None
+        asked: list[dict[str, Any]] = []  # the requests put to a person for this call
         while True:
             r: ToolRunReply = await workflow.execute_activity(
                 "subagents.call_tool", ToolRun(p, call_id, name, args, decision), result_type=ToolRunReply,
@@ -156,9 +165,16 @@ class Approvals:
             p.session_rules.extend(x for x in r.rules if x not in p.session_rules)
             if r.approval is None:
                 return r
-            if decision is not None:  # the guard asked again despite the answer: never loop
+            if asked and _same_call(asked[-1], r.approval):  # the guard asked again despite the answer: never loop
                 return ToolRunReply(f"{name} was not run: it still needed an approval after one was given", True)
-            decision = await self._ask(p, call_id, r.approval)
+            if len(asked) >= _ASKS:  # it changed again after the person allowed the changed call
+                return ToolRunReply(f"{name} was not run: its arguments changed after they were approved (a "
+                                    "PreToolUse hook rewrites them differently each time the call is run, so no "
+                                    "answer can hold for the call that would run). Do not retry the same call; "
+                                    "continue without it or explain what you need.", True)
+            asked.append(r.approval)
+            decision = {**await self._ask(p, call_id, r.approval),
+                        "approved": {k: r.approval.get(k) for k in ("tool", "arguments", "always_rule")}}
 
     async def _ask(self, p: Prepared, call_id: str, request: dict[str, Any]) -> dict[str, Any]:
         pending = self.pending[call_id] = _Pending(request)
@@ -179,6 +195,32 @@ class Approvals:
             return pending.decision
         finally:
             del self.pending[call_id]
+
+
+def _same_call(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two requests (as they travelled: JSON) are for the same call."""
+    return bool(a.get("tool") == b.get("tool") and a.get("arguments") == b.get("arguments"))
+
+
+def _check_request(call_id: str, request: dict[str, Any], named: Any) -> None:
+    """Refuse a decision naming (``created_at``, as ``subagents runs approvals`` shows it) another request than
+    ``request``; ``None`` names none (the caller takes whatever waits under ``call_id``)."""
+    if named is None:
+        return
+    try:
+        want = float(named)
+    except (TypeError, ValueError):
+        raise ValueError(f"created_at {named!r} names no request: give the request's created_at (the 'request:' "
+                         "of `subagents runs approvals`)") from None
+    have = request.get("created_at")
+    if isinstance(have, int | float) and float(have) == want:
+        return
+    call = f"{request.get('tool')}({request.get('arguments')})"
+    if len(call) > 300:  # a long command: enough to tell it from the one the answer was for
+        call = f"{call[:300]}... ({len(call) - 300} more characters)"
+    raise ValueError(f"approval {call_id!r} now waits for another request: {call}, requested at {have!r}, not the "
+                     f"one requested at {want!r} that this answer is for (a later call got the same id). Nothing "
+                     "was decided; look again with `subagents runs approvals`")
 
 
 def _label(d: dict[str, Any]) -> str:

@@ -8,24 +8,40 @@ update, and runs the call again with that decision attached (:mod:`.approvals`).
 same approver returns the decision, so the guard does what it does locally: runs the call or refuses it
 with the local text, adds an "allow always" rule, and writes the ``approval`` audit row.
 
+An allow holds for the call the person saw, not for whatever the guard asks about on the second run: the
+``PreToolUse`` hooks run again there, and one whose rewrite is not deterministic (the time, a file, a counter)
+may change the call.  The workflow attaches the request it asked about (``decision["approved"]``: tool,
+arguments, "always" rule); a call that differs from it raises :class:`NeedsApproval` again (the workflow asks
+about the call as it now is), unless the decision allowed it always and its rule covers the new call (as
+locally, where the rule would allow it).  A denial refuses the call whatever it became.  A decision without
+``approved`` (from a workflow of an earlier version) is applied as it is.  On that run a ``PermissionRequest``
+hook's allow no longer decides (:class:`_AfterAPerson`): it did not decide the first time, so a person did, and
+a hook that would allow by now (the time, a file) must not overturn their "no" (its block still refuses); nor
+does an "allow always" rule the run got meanwhile (another call's answer): with a denial the run's rules are left
+out.
+
 Rules added by "allow always" live in the run (``Prepared.session_rules``), not in the worker: each call
 gets a private copy of the worker's rules with them, so any worker applies them and none keeps them.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ...authority.approvals import ApprovalBroker, ApprovalRequest, Approver, Decision
 from ...authority.guard import Authority
+from ...authority.hooks import HookInput, HookOutcome, Hooks
 from ...authority.permissions import Permissions
-from ...authority.rules import parse_rule
+from ...authority.rules import Rule, parse_rule
 from ...models.base import AgentInfo
 from .shapes import Prepared
 
-__all__ = ["NeedsApproval", "added_rules", "decision_from", "request_from", "request_payload", "run_authority"]
+__all__ = ["NeedsApproval", "added_rules", "decision_from", "request_from", "request_payload", "run_authority",
+           "same_call"]
 
 
 class NeedsApproval(BaseException):
@@ -44,13 +60,63 @@ def decision_from(d: dict[str, Any]) -> Decision:
                     decided_by=str(d.get("decided_by") or "approver"))
 
 
-def _approver(decision: dict[str, Any] | None) -> Approver:
+def _approver(decision: dict[str, Any] | None, root: str) -> Approver:
     def approve(req: ApprovalRequest) -> Decision:
         if decision is None:
             raise NeedsApproval(req)
-        return decision_from(decision)
+        d = decision_from(decision)
+        approved = decision.get("approved")
+        if not d.allowed or not isinstance(approved, dict) or same_call(approved, req.tool, req.arguments):
+            return d
+        rule = _covering_rule(d, approved, req, root)
+        if rule is None:
+            raise NeedsApproval(req)  # not the call the person allowed: they are asked about this one
+        return Decision("allow", always=True, rule=rule.text, decided_by=d.decided_by)
 
     return approve
+
+
+def same_call(approved: dict[str, Any], tool: str, arguments: Any) -> bool:
+    """Whether ``tool(arguments)`` is the call of ``approved`` (a request as it travelled: JSON, so a tuple and a
+    list of the same items are the same arguments)."""
+    return approved.get("tool") == tool and _canonical(approved.get("arguments")) == _canonical(arguments)
+
+
+def _canonical(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, default=repr)
+    except (TypeError, ValueError):  # keys of mixed types, a cycle: compared as Python sees them
+        return repr(value)
+
+
+def _covering_rule(d: Decision, approved: dict[str, Any], req: ApprovalRequest, root: str) -> Rule | None:
+    """The "allow always" rule the person gave, when it covers ``req`` (never for a call a hook asked about: its
+    "ask" outranks every rule)."""
+    if not d.always or req.hook_asked:
+        return None
+    try:
+        rule = parse_rule(d.rule or str(approved.get("always_rule") or ""), "approval")
+    except ValueError:
+        return None
+    return rule if rule.matches(req.tool, req.arguments, allow=True, root=root) else None
+
+
+class _AfterAPerson(Hooks):
+    """The worker's hooks on the run that carries a person's decision: a ``PermissionRequest`` allow is dropped."""
+
+    __slots__ = ()
+
+    async def run(self, event: str, inp: HookInput, *, match: str | None = None) -> HookOutcome:
+        out = await super().run(event, inp, match=match)
+        if event == "PermissionRequest" and out.decision == "allow":
+            return dataclasses.replace(out, decision=None, reason="")
+        return out
+
+
+def _after_a_person(hooks: Hooks | None) -> Hooks | None:
+    if hooks is None or not hooks.has("PermissionRequest"):
+        return hooks
+    return _AfterAPerson(hooks.specs, cwd=hooks.cwd, launcher=hooks.launcher, env=hooks.env)
 
 
 def run_authority(base: Authority, p: Prepared, decision: dict[str, Any] | None,
@@ -58,23 +124,27 @@ def run_authority(base: Authority, p: Prepared, decision: dict[str, Any] | None,
     """The authority for one tool call of run ``p``: the worker's rules and hooks, the run's "allow always"
     rules, and an approver that answers with ``decision`` (``None``: it raises :class:`NeedsApproval`)."""
     perms = base.permissions
-    if p.session_rules or decision is not None:  # a private copy: an "allow always" answer lands in it
+    # a person's "no" stands: an "allow always" rule the run got meanwhile (another call's answer) must not run it
+    session = [] if decision is not None and decision.get("behavior") != "allow" else p.session_rules
+    if session or decision is not None:  # a private copy: an "allow always" answer lands in it
         perms = Permissions(allow=perms.allow, ask=perms.ask, deny=perms.deny, shell_confined=perms.shell_confined)
-        for text in p.session_rules:
+        for text in session:
             try:
                 perms.add_session_rule(p.root_id, parse_rule(text, "approval"))
             except ValueError:  # the guard parsed it before it was recorded: never malformed in practice
                 continue
     timeout = base.broker.timeout_s  # the worker's approval_timeout_s: <= 0 denies at once, as locally
-    broker = ApprovalBroker(_approver(decision), timeout_s=timeout if timeout is not None and timeout <= 0 else None)
-    return Authority(perms, broker, root=base.root, hooks=base.hooks, emit=base.emit, audit=base.audit,
+    broker = ApprovalBroker(_approver(decision, base.root),
+                            timeout_s=timeout if timeout is not None and timeout <= 0 else None)
+    hooks = base.hooks if decision is None else _after_a_person(base.hooks)
+    return Authority(perms, broker, root=base.root, hooks=hooks, emit=base.emit, audit=base.audit,
                      chain=lambda agent_id: chain())
 
 
 def added_rules(auth: Authority, p: Prepared) -> list[str]:
     """The "allow always" rules this call added (beyond those the run had)."""
     rules = [r.text for r in auth.permissions.session_rules(p.root_id)]
-    return rules[len(p.session_rules):]
+    return [r for r in rules if r not in p.session_rules]
 
 
 def request_payload(req: ApprovalRequest, p: Prepared, call_id: str, *, root: str,

@@ -117,12 +117,19 @@ class TemporalEngine:
             return []
         return pending
 
-    async def decide(self, run_id: str, call_id: str, decision: Decision) -> str:
+    async def decide(self, run_id: str, call_id: str, decision: Decision, *, created_at: float | None = None) -> str:
         """Answer the approval the call ``call_id`` of run ``run_id`` waits for (an update); returns what was
         decided (``allowed once`` / ``allowed always`` / ``denied``).  Refused (:class:`UserError`) when that
-        call is not waiting for a decision (unknown, decided already, or its run has ended)."""
-        fields = {"behavior": decision.behavior, "always": decision.always, "rule": decision.rule,
-                  "message": decision.message, "decided_by": decision.decided_by}
+        call is not waiting for a decision (unknown, decided already, or its run has ended), or when
+        ``created_at`` (the request's, from :meth:`approvals`) names another request than the one waiting.
+
+        Without ``created_at`` the answer goes to whatever waits under ``call_id``: a model may give a later
+        turn's call the id of an earlier one (some OpenAI-compatible servers number each answer's calls from 0),
+        so pass the ``created_at`` of the request the answer was decided on."""
+        fields: dict[str, Any] = {"behavior": decision.behavior, "always": decision.always, "rule": decision.rule,
+                                  "message": decision.message, "decided_by": decision.decided_by}
+        if created_at is not None:
+            fields["created_at"] = created_at
         try:
             out: str = await self.client.get_workflow_handle(run_id).execute_update(
                 "decide", args=[call_id, fields], result_type=str)

@@ -194,7 +194,8 @@ class ModelReply:
 @dataclass
 class ToolRun:
     """One tool call of an agent, run by the worker through the agent's guard and fenced registry;
-    ``decision``: a person's answer to the approval this call asked for (``Decision`` fields)."""
+    ``decision``: a person's answer to the approval this call asked for (``Decision`` fields), with ``approved``:
+    the request it answered (tool, arguments, "always" rule), which the call must still be to run."""
 
     run: Prepared
     call_id: str
