@@ -25,7 +25,9 @@ H = Path("/home/u")
     ("/home/u/.cargo/bin", ["/home/u/.cargo", "/home/u/.rustup"]),
     ("/home/u/.local/bin", ["/home/u/.local/bin", "/home/u/.local/lib", "/home/u/.local/share/uv",
                             "/home/u/.local/share/pipx", "/home/u/.local/pipx"]),  # pip --user, uv tool, pipx
-    ("/home/u/.local/share/pipx/bin", ["/home/u/.local/share/pipx/bin"]),
+    ("/home/u/.local/share/mise/shims:/home/u/.local/share/pnpm", ["/home/u/.local/share/mise",
+                                                                    "/home/u/.local/share/pnpm"]),  # a tool's own
+    ("/home/u/.local/share/keyrings", ["/home/u/.local/share/keyrings"]),  # (on PATH: the user's choice)
     ("/home/u/.config/tool/bin:/home/u/.cache/x/bin", ["/home/u/.config/tool/bin", "/home/u/.cache/x/bin"]),
     ("/home/u/bin:/home/u/go/bin", ["/home/u/bin", "/home/u/go"]),  # ~/bin alone; Go's prefix (its module cache)
     ("/home/u/miniconda3/bin:/home/u/sdk/flutter/bin", ["/home/u/miniconda3", "/home/u/sdk/flutter"]),  # prefixes

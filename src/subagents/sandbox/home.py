@@ -11,7 +11,8 @@ read back only :func:`home_reads`:
   when that is a dot directory (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run its versions;
   ``~/.nvm``, ``~/.cargo``...), or to the installation a ``bin`` directory is in (``~/miniconda3`` for
   ``~/miniconda3/bin``: its programs need its ``lib``; ``~/bin`` stays ``~/bin``), except in the shared data
-  directories :data:`DATA_DIRS` (``~/.local/bin`` stays ``~/.local/bin``); with their companions
+  directories :data:`DATA_DIRS` (``~/.local/bin`` stays ``~/.local/bin``; in ``~/.local/share``, the tool's own
+  directory: ``~/.local/share/mise`` for ``~/.local/share/mise/shims``); with their companions
   (:data:`COMPANIONS`: rustup's toolchains beside ``~/.cargo``, user-installed Python packages beside
   ``~/.local/bin``);
 - git's own configuration (:data:`GIT_CONFIG`: a commit needs the user's name and e-mail);
@@ -111,6 +112,8 @@ def toolchain_dirs(home: Path, path_env: str, aliases: Iterable[Path] = ()) -> l
             picked = home / top  # ~/.pyenv for ~/.pyenv/shims
         elif p.name == "bin" and len(rel.parts) > 1 and top not in DATA_DIRS:
             picked = p.parent  # an installation's prefix: ~/miniconda3 for ~/miniconda3/bin (its lib/ beside)
+        elif rel.parts[:2] == (".local", "share") and len(rel.parts) > 3:
+            picked = home.joinpath(*rel.parts[:3])  # a tool's own data: ~/.local/share/mise for its shims
         else:
             picked = p
         out[picked] = None
