@@ -11,8 +11,9 @@ from typing import Any
 from subagents import Limits, Runtime, SpawnError, Usage
 from subagents.authority.hooks import HookInput, HookResult
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
-from subagents.runtime.limits import limits_from_record
+from subagents.runtime.limits import Budget, charge_tree, limits_from_record
 from subagents.runtime.loop import MAX_STOP_HOOK_TURNS
+from subagents.store.base import RunRecord
 
 from .team_scripts import call, member_name, turns
 
@@ -188,3 +189,21 @@ def test_a_stored_limit_that_is_no_longer_valid_is_dropped_alone() -> None:
     lim = limits_from_record({"max_turns": 5, "max_tokens": -3, "timeout_s": 10**12, "max_cost_usd": 1.5,
                               "gone_limit": 1})
     assert (lim.max_turns, lim.max_tokens, lim.timeout_s, lim.max_cost_usd) == (5, None, None, 1.5)
+
+
+def test_a_restored_root_without_a_token_or_cost_limit_reads_no_runs_of_its_tree() -> None:
+    """Charging a restored root with its tree's spending read every run of the tree (a tree of 100,000 runs: ~2 s
+    at every start, bench/run.py's restore row 158 ms -> 1,965 ms); it counts only for a token or cost limit."""
+    root = RunRecord(run_id="r", agent_id="r", nickname="n", agent_type="general-purpose", task="t", started_at=1.0)
+    read: list[int] = []
+
+    def runs() -> list[RunRecord]:
+        read.append(1)
+        return [RunRecord(run_id="c", agent_id="c", nickname="m", agent_type="x", task="t", started_at=2.0,
+                          usage={"input_tokens": 30, "output_tokens": 20}, cost_usd=0.5)]
+
+    charge_tree(Budget(Limits(max_turns=5, timeout_s=60)), root, runs)
+    assert read == []
+    limited = Budget(Limits(max_tokens=1000))
+    charge_tree(limited, root, runs)
+    assert (read, limited.tokens, limited.cost) == ([1], 50, 0.5)
