@@ -36,6 +36,7 @@ or contains it, nothing is hidden this way (the workspace is the project the age
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -141,11 +142,18 @@ def reachable(hidden: Iterable[Path], reads: Iterable[Path]) -> list[Path]:
     """Each hidden path as a command can reach it: where it really is (a directory on the way may be a link:
     ``~/.config -> ~/dotfiles/config``), and, inside each directory read back from a private home (bound there by
     its home name, ``~/.cargo``, while its content is where it leads, ``/data/.cargo``), by that name — a mask on one
-    mount does not cover the other.
+    mount does not cover the other.  The links are resolved once per list of paths (commands cannot write in home,
+    and under bubblewrap the directories above the workspace's hidden paths are pinned).
 
     >>> [str(p) for p in reachable([Path("/nonexistent/h/.cargo/credentials")], [Path("/nonexistent/h/.cargo")])]
     ['/nonexistent/h/.cargo/credentials']
     """
+    return list(_reachable(tuple(hidden), tuple(reads)))
+
+
+@functools.lru_cache(maxsize=16)
+def _reachable(hidden: tuple[Path, ...], reads: tuple[Path, ...]) -> tuple[Path, ...]:
+    # (resolved once per list: ~20 ``realpath`` calls cost ~0.35 ms, every command)
     bound = [(str(r), os.path.realpath(r)) for r in reads]
     out: dict[str, None] = {}
     for h in hidden:
@@ -154,4 +162,4 @@ def reachable(hidden: Iterable[Path], reads: Iterable[Path]) -> list[Path]:
         for name, target in bound:
             if real.startswith(target + "/"):
                 out[name + real[len(target):]] = None
-    return [Path(p) for p in out]
+    return tuple(Path(p) for p in out)
