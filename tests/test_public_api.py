@@ -57,7 +57,7 @@ DOC_MODULES = [
     "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",
     "subagents.sandbox.env", "subagents.sandbox.home", "subagents.sandbox.policy", "subagents.sandbox.workspace",
     "subagents.engines.local", "subagents.engines.inline", "subagents.ids", "subagents.runtime.notices",
-    "subagents.trust",
+    "subagents.trust", "subagents.markup",
 ]
 
 

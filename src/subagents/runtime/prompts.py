@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..markup import quote_text
 from .result import RunResult, trigger_message
 
 __all__ = [
@@ -73,8 +74,9 @@ def _capped(text: str, cap: int, run_id: str) -> str:
 
 
 def compressed_result(r: RunResult, cap: int) -> str:
-    """What a parent sees of a finished child: one header line and the (capped) final text."""
-    body = _capped(r.text, cap, r.id) if r.text else "(no output)"
+    """What a parent sees of a finished child: one header line and the (capped) final text, quoted
+    (:func:`~subagents.markup.quote_text`: it cannot fake the runtime's markup in its parent's context)."""
+    body = quote_text(_capped(r.text, cap, r.id)) if r.text else "(no output)"
     lines = [header_line(r), body]
     if r.outcome != "ok":
         why = r.error or r.outcome
@@ -84,4 +86,4 @@ def compressed_result(r: RunResult, cap: int) -> str:
 
 def announcement_text(r: RunResult, label: str, cap: int) -> str:
     """The trigger message a background child's parent receives when it ends (seed 003's announce flow)."""
-    return trigger_message(r, label, _capped(r.text, cap, r.id) if r.text else "")
+    return trigger_message(r, label, quote_text(_capped(r.text, cap, r.id)) if r.text else "")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..exceptions import LimitExceeded, SpawnError
+from ..markup import quote_text
 from .delivery import Announcements
 from .dormant import budget_above
 from .factory import ManagerSettings, check_priced
@@ -53,7 +54,7 @@ def send_input(mgr: ResumeParts, ref: str, message: str, sender: str = "user") -
     if node.status.is_final():
         raise SpawnError(f"agent {node.nickname} ({node.id}) has already finished (status {node.status}); "
                          "use resume_agent(agent_id, message) to give it more work")
-    node.core.inbox.put(f"<message from {sender}>\n{message}\n</message>")
+    node.core.inbox.put(f"<message from {sender}>\n{quote_text(message)}\n</message>")  # (no fake frame in it)
     return node
 
 
