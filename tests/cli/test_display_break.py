@@ -248,3 +248,16 @@ def test_a_json_error_line_escapes_c1_controls(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "\x9b" not in out
     assert json.loads(out)["message"] == "a \x9b2J b"
+
+
+def test_team_show_writes_out_escape_codes_of_tasks_and_mail_made_in_python() -> None:
+    """The tools check a model's text; ``Team.add_task``/``Team.send`` from Python do not, and ``team show`` printed
+    their escape codes raw to the terminal."""
+    from subagents.cli.team_cmd import board_lines, mail_lines
+    from subagents.teams.model import MailRecord, TaskRecord, TaskStatus
+
+    task = TaskRecord(team="t", id=1, subject="fix \x1b]0;owned\x07 it \x1b[2J", status=TaskStatus.PENDING)
+    mail = MailRecord(team="t", seq=1, sender="lead", recipient="ann", text="hi \x1b[31mred\x9b", at=0.0)
+    out = "\n".join([*board_lines([task], width=200), *mail_lines([mail], width=200)])
+    assert not any(c in out for c in "\x1b\x07\x9b"), repr(out)
+    assert "\\x1b" in out

@@ -21,6 +21,7 @@ from unicodedata import combining, east_asian_width
 
 import click
 
+from ..authority.approvals import visible
 from ..exceptions import UserError
 from ..ids import short_id
 from ..store.base import Store
@@ -189,8 +190,9 @@ def _cols(s: str) -> int:
 
 
 def _cut(s: str, n: int, indent: str = "") -> str:
-    """``s`` on one line (whitespace collapsed) after ``indent``, cut with … to ``n`` columns in all."""
-    s = indent + " ".join(s.split())
+    """``s`` on one line (whitespace collapsed, escape codes and invisible characters written out: a task or message
+    made from Python is not checked as a model's is) after ``indent``, cut with … to ``n`` columns in all."""
+    s = indent + visible(" ".join(s.split()))
     if len(s) <= n and _cols(s) <= n:
         return s
     s, used = s[: max(n - 1, 0)], 0  # (no more characters than columns fit)
