@@ -75,8 +75,9 @@ def test_two_processes_on_one_store_take_every_task_once(tmp_path: Path, shared:
 
 
 def test_the_claim_is_atomic_across_two_connections(shared: tuple[str, str]) -> None:
-    """Two store objects (two connections, or pools) on one store; 20 threads each claim every task by id, in
-    random orders: each task has exactly one winner, every other claimant is told who owns it."""
+    """Two store objects (two connections, or pools) on one store; 40 threads each claim every task by id, in
+    random orders: each task has exactly one winner, every other claimant, on either connection, is told who owns
+    it."""
     kind, db = shared
     one, two = _team_store(kind, db), _team_store(kind, db)
     try:
@@ -86,6 +87,7 @@ def test_the_claim_is_atomic_across_two_connections(shared: tuple[str, str]) -> 
         ids = [one.create_task("t", f"task {i}").id for i in range(30)]
         won: list[tuple[int, str]] = []
         refused: list[tuple[int, str, str | None]] = []
+        across: list[bool] = []  # a refusal naming an owner that claimed on the other connection
         start = threading.Barrier(40)
 
         def racer(store: TeamStore, me: str, seed: int) -> None:
@@ -97,6 +99,7 @@ def test_the_claim_is_atomic_across_two_connections(shared: tuple[str, str]) -> 
                     won.append((store.claim("t", tid, me, 1.0).id, me))
                 except ClaimRefused as e:
                     refused.append((tid, e.reason, e.owner))
+                    across.append(e.owner is not None and int(e.owner[1:]) % 2 != int(me[1:]) % 2)
 
         threads = [threading.Thread(target=racer, args=(one if i % 2 else two, f"m{i}", i)) for i in range(40)]
         for th in threads:
@@ -108,7 +111,9 @@ def test_the_claim_is_atomic_across_two_connections(shared: tuple[str, str]) -> 
         assert len(refused) == 39 * len(ids)
         assert all(reason == "owned" and who == owner[tid] for tid, reason, who in refused)
         assert {t.id: t.owner for t in two.tasks("t", TaskStatus.IN_PROGRESS)} == owner
-        assert len({who for _, who in won}) > 1  # both connections won some
+        # each connection saw the other's claims (which connection wins how many is the scheduler's: on a fast box
+        # one connection's threads may claim all 30 while the other's wait out SQLite's busy handler)
+        assert any(across)
     finally:
         one.close()
         two.close()
