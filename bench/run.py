@@ -4,6 +4,7 @@
     .venv/bin/python bench/run.py --quick         # fewer iterations, 1 repetition, N up to 1,000 (~2 min)
     .venv/bin/python bench/run.py --skip-peers    # only subagents
     .venv/bin/python bench/run.py --store memory  # the in-memory store instead of the durable SQLite one
+    .venv/bin/python bench/run.py --instructions  # also the cycle's instructions ÷ the floor's (valgrind, ~5 min)
 
 Peers run in bench/peers/.venv (create it with ``bash bench/peers/setup.sh``); without it they are
 skipped with a note.  Repetitions are interleaved across frameworks, the figure is the median of
@@ -24,6 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from goals import TARGETS, WATCHED, fmt, render_goals
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PEERS = HERE / "peers"
@@ -39,13 +44,6 @@ PEER_IMPORTS = {"openai-agents": "import agents", "pydantic-ai": "import pydanti
 # all of them take minutes there (5-15 ms per child); the scaling is visible from 100 -> 1,000.
 PEER_MAX_N = 1000
 
-# (row key -> target value, lower is better) - from the issues (issue 13 for the cycle, fan-out, sweeper, clients)
-TARGETS = {
-    "fan1000_ms": 150.0, "fan1000_mb": 60.0, "fan10000_ms": 1000.0, "fan10000_mb": 200.0, "fan100000_ms": 12000.0,
-    "fan100000_mb": 1024.0, "wake_us": 1000.0, "restore_ms": 2000.0, "import_ms": 150.0, "help_ms": 300.0,
-    "bash_bwrap_added_ms": 10.0, "w_memory_x": 10.0, "w_sqlite_x": 10.0, "w_memory+listener_x": 10.0,
-    "w_sqlite+listener_x": 10.0, "sweep_lag_ms": 5.0, "client_connections": 1.0}
-WATCHED = ["memory", "sqlite", "memory+listener", "sqlite+listener"]
 
 
 def run_json(cmd: list[str], cwd: Path, timeout: float = 1800) -> dict[str, Any]:
@@ -93,6 +91,8 @@ def main() -> None:
                     help="directory for raw.jsonl and summary.json (default: bench/results)")
     ap.add_argument("--no-big", dest="big", action="store_false",
                     help="skip the 100,000-children fan-out (max_threads 1,000, queued); --quick skips it too")
+    ap.add_argument("--instructions", action="store_true", help="also count the cycle's machine instructions ÷ the "
+                    "floor's under valgrind (bench/instructions.py: the ratio without the box's noise; ~5 min)")
     a = ap.parse_args()
 
     reps = a.reps or (1 if a.quick else 3)
@@ -219,6 +219,11 @@ def main() -> None:
     add("subagents", "client_per_call_connections", m["per_call_client"]["connections"])
     add("subagents", "client_httpx_us", m["httpx_floor"]["median_us"])
     progress(f"model client: {m['model']['median_us']:.0f} µs/call, {m['model']['connections']} connection(s)")
+    for v in WATCHED if a.instructions else ():  # (once: two runs of the same code agree to ~0.1-5%)
+        r = log("subagents", run_json([PY, str(HERE / "instructions.py"), "cycle", "--store", v.split("+")[0],
+                                       *(["--listener"] if v.endswith("+listener") else []), "--top", "1"], ROOT))
+        add("subagents", f"i_{v}_x", r["x_floor"])
+        progress(f"instructions, {v}: {r['instructions']:,.0f} per cycle, {r['x_floor']}x the floor's")
     if a.big:
         r = log("subagents", run_json([*ours, "fanout", "100000", "--max-threads", "1000", "--when-full", "queue"],
                                       ROOT))
@@ -263,10 +268,6 @@ def main() -> None:
     print(render(summary, [fw for fw, _ in peers], ns, versions, store_label, reps, iters, machine, notes))
     print()
     print(render_goals(summary.get("subagents", {})))
-
-
-def fmt(x: float | None, nd: int = 0) -> str:
-    return "–" if x is None else f"{x:,.{nd}f}"
 
 
 def render(s: dict[str, dict[str, Any]], peers: list[str], ns: list[int], versions: dict[str, str], store: str,
@@ -349,52 +350,6 @@ def render(s: dict[str, dict[str, Any]], peers: list[str], ns: list[int], versio
                     + f" (×{fanouts[-1][1] / fanouts[0][1]:.2f} from first to last).")
     info += notes
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {x}" for x in info)
-
-
-def render_goals(ours: dict[str, Any]) -> str:
-    """Issue 13's table: every figure next to its goal, the floor measured in the same run."""
-    fl = ours.get("w_floor_mean")
-    rows: list[tuple[str, str, str, bool | None]] = []  # figure, value, goal, met
-
-    def met(key: str) -> bool | None:
-        v, t = ours.get(key), TARGETS.get(key)
-        return None if v is None or t is None else v <= t
-
-    if fl is not None:
-        rows.append(("plain-asyncio floor of the delegation cycle (same run), median / mean µs",
-                     f"{fmt(ours.get('w_floor_median'))} / {fmt(fl)}", "", None))
-        for v in WATCHED:
-            who = "one on_event listener" if v.endswith("+listener") else "nobody listening"
-            rows.append((f"delegation cycle, {v.split('+')[0]} store, {who}: "
-                         "median / mean µs (mean ÷ floor mean)",
-                         f"{fmt(ours.get(f'w_{v}_median'))} / {fmt(ours.get(f'w_{v}_mean'))} "
-                         f"({fmt(ours.get(f'w_{v}_x'), 1)}×)", "mean ≤ 10× floor", met(f"w_{v}_x")))
-        rows.append(("share of the cycle spent in the garbage collector, memory / SQLite %",
-                     f"{fmt(ours.get('w_memory_gc'), 1)} / {fmt(ours.get('w_sqlite_gc'), 1)}", "", None))
-    for n in (1000, 10000, 100000):
-        if ours.get(f"fan{n}_ms") is not None:
-            extra = " (max_threads 1,000, queued)" if n == 100000 else ""
-            rows.append((f"fan-out of {n:,} background children{extra}: wall ms / peak RSS MB (process CPU ms; "
-                         "per child ÷ one plain-asyncio task)",
-                         f"{fmt(ours.get(f'fan{n}_ms'))} / {fmt(ours.get(f'fan{n}_mb'))} "
-                         f"({fmt(ours.get(f'fan{n}_cpu_ms'))}; {fmt(ours.get(f'fan{n}_x'), 1)}×)",
-                         f"≤ {TARGETS[f'fan{n}_ms']:,.0f} ms, ≤ {TARGETS[f'fan{n}_mb']:,.0f} MB",
-                         None if met(f"fan{n}_ms") is None else bool(met(f"fan{n}_ms") and met(f"fan{n}_mb"))))
-    if ours.get("sweep_lag_ms") is not None:
-        rows.append(("sweeper over 100,000 finished runs: longest loop stall ms (idle-loop floor); "
-                     "one step, median / longest ms",
-                     f"{fmt(ours.get('sweep_lag_ms'), 2)} ({fmt(ours.get('sweep_floor_lag_ms'), 2)}); "
-                     f"{fmt(ours.get('sweep_step_median_ms'), 2)} / {fmt(ours.get('sweep_step_ms'), 2)}", "≤ 5",
-                     met("sweep_lag_ms")))
-    if ours.get("client_connections") is not None:
-        rows.append(("model calls over the SDK (loopback): µs per call / TCP connections for 200 calls",
-                     f"{fmt(ours.get('client_model_us'))} / {fmt(ours.get('client_connections'))}  (a client per "
-                     f"call: {fmt(ours.get('client_per_call_us'))} / {fmt(ours.get('client_per_call_connections'))};"
-                     f" plain httpx: {fmt(ours.get('client_httpx_us'))})", "1 connection", met("client_connections")))
-    lines = ["| issue 13 figure | value | goal | met? |", "|---|---|---|---|"]
-    for label, value, goal, ok in rows:
-        lines.append(f"| {label} | {value} | {goal} | {'' if ok is None else ('yes' if ok else '**no**')} |")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -90,7 +90,13 @@ def test_goal_table_marks_what_is_met() -> None:
     out = run.render_goals({"w_floor_mean": 40.0, "w_floor_median": 30.0, "w_memory_median": 250.0,
                             "w_memory_mean": 320.0, "w_memory_x": 8.0, "w_sqlite_x": 12.5,
                             "fan1000_ms": 120.0, "fan1000_mb": 70.0, "fan1000_x": 7.5})
+    assert "machine instructions" not in out  # (only with --instructions)
+    out = run.render_goals({"w_floor_mean": 40.0, "w_floor_median": 30.0, "w_memory_median": 250.0,
+                            "w_memory_mean": 320.0, "w_memory_x": 8.0, "w_sqlite_x": 12.5,
+                            "fan1000_ms": 120.0, "fan1000_mb": 70.0, "fan1000_x": 7.5, "i_memory_x": 7.45,
+                            "i_sqlite_x": 7.63, "i_memory+listener_x": 8.87, "i_sqlite+listener_x": 8.59})
     lines = out.splitlines()
+    assert "| 7.45× / 7.63× / 8.87× / 8.59× |" in next(x for x in lines if "machine instructions" in x)
     assert "; 7.5×)" in next(x for x in lines if "fan-out of 1,000" in x)  # per child ÷ a plain task
     assert next(x for x in lines if "memory store, nobody listening" in x).endswith("| yes |")
     assert next(x for x in lines if "sqlite store, nobody listening" in x).endswith("| **no** |")
