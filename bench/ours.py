@@ -5,6 +5,7 @@
     python bench/ours.py fanout N --max-threads M --when-full queue   # ... M at a time, the others queued
     python bench/ours.py wakeup [--reps 500]                # (3) child completion -> waiter resumes, µs
     python bench/ours.py restore [--finished 100000 --open 1000]   # (4) open a big store
+    ... restore --max-tokens 1000000000                     # ... whose root has a token limit (charged on restore)
     ... [--store sqlite|memory]
 
 Each sub-command prints ONE JSON line.  Every run asserts its final output: the parent's model
@@ -20,6 +21,7 @@ import asyncio
 import json
 import re
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -351,23 +353,35 @@ async def _open(workdir: str, url: str) -> tuple[float, Runtime]:
     return time.perf_counter() - t0, rt
 
 
-async def restore(workdir: str, finished: int, open_: int, cache_dir: str | None = None) -> dict[str, Any]:
+async def restore(workdir: str, finished: int, open_: int, cache_dir: str | None = None,
+                  max_tokens: int | None = None) -> dict[str, Any]:
+    """Open the big store (one tree); ``max_tokens``: the root's limit, so its budget is charged with the tree's."""
     if not sqlite_available():
         return {"pending": "subagents.store.sqlite does not exist yet (another engineer is writing it)"}
     db, gen_s = _prepare_store(cache_dir or workdir, Path(workdir), finished, open_)
+    if max_tokens is not None:  # (on the copy: the cached store stays as generated)
+        conn = sqlite3.connect(db)
+        with conn:
+            conn.execute("UPDATE runs SET limits = ? WHERE parent_id IS NULL",
+                         (json.dumps({"max_tokens": max_tokens}),))
+        conn.close()
     open_s, rt = await _open(workdir, f"sqlite:///{db}")
     try:
         runs = rt.runs(include_archived=True)
         assert len(runs) == finished + open_, len(runs)
         still_open = [r for r in runs if r.status in ("running", "pending_init")]
         taken_over = [r for r in still_open if r.owner == rt.store.owner]  # resumed here, live tasks again
+        root = rt.manager.nodes.get(next((r.run_id for r in runs if r.parent_id is None), ""))  # (open_ > 0: adopted)
+        charged = root.core.budget.tokens if root is not None and root.core.budget is not None else 0
+        if max_tokens is not None and open_:
+            assert charged == 2 * finished, charged  # every finished run of the tree spent 1 + 1 tokens
         r = await rt.run("hello")
         assert r.text == BARE_TEXT
     finally:
         await rt.aclose()
-    return {"finished": finished, "open": open_, "open_ms": open_s * 1e3, "generate_s": gen_s,
-            "left_non_final_after_open": len(still_open), "taken_over": len(taken_over),
-            "peak_rss_mb": peak_rss_mb()}
+    return {"finished": finished, "open": open_, "max_tokens": max_tokens, "open_ms": open_s * 1e3,
+            "generate_s": gen_s, "left_non_final_after_open": len(still_open), "taken_over": len(taken_over),
+            "root_charged_tokens": charged, "peak_rss_mb": peak_rss_mb()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,6 +403,7 @@ def main() -> None:
     r.add_argument("--finished", type=int, default=100_000)
     r.add_argument("--open", type=int, default=1_000)
     r.add_argument("--cache-dir", default=None)
+    r.add_argument("--max-tokens", type=int, default=None, help="a token limit on the tree's root")
     a = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="subagents-bench-") as d:
@@ -403,7 +418,7 @@ def main() -> None:
             res.update(asyncio.run(wakeup(d, url, a.reps)))
         else:
             res["store"] = "sqlite"
-            res.update(asyncio.run(restore(d, a.finished, a.open, a.cache_dir)))
+            res.update(asyncio.run(restore(d, a.finished, a.open, a.cache_dir, a.max_tokens)))
     print(json.dumps(res))
 
 

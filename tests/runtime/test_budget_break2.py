@@ -193,17 +193,17 @@ def test_a_stored_limit_that_is_no_longer_valid_is_dropped_alone() -> None:
 
 def test_a_restored_root_without_a_token_or_cost_limit_reads_no_runs_of_its_tree() -> None:
     """Charging a restored root with its tree's spending read every run of the tree (a tree of 100,000 runs: ~2 s
-    at every start, bench/run.py's restore row 158 ms -> 1,965 ms); it counts only for a token or cost limit."""
+    at every start, bench/run.py's restore row 158 ms -> 1,965 ms); it counts only for a token or cost limit, and
+    is read as the store's sums (Store.tree_spend, tests/store/test_tree_spend.py), since the root's last start."""
     root = RunRecord(run_id="r", agent_id="r", nickname="n", agent_type="general-purpose", task="t", started_at=1.0)
-    read: list[int] = []
+    asked: list[tuple[str, float]] = []
 
-    def runs() -> list[RunRecord]:
-        read.append(1)
-        return [RunRecord(run_id="c", agent_id="c", nickname="m", agent_type="x", task="t", started_at=2.0,
-                          usage={"input_tokens": 30, "output_tokens": 20}, cost_usd=0.5)]
+    def tree_spend(root_id: str, since: float) -> tuple[int, float]:
+        asked.append((root_id, since))
+        return 50, 0.5
 
-    charge_tree(Budget(Limits(max_turns=5, timeout_s=60)), root, runs)
-    assert read == []
+    charge_tree(Budget(Limits(max_turns=5, timeout_s=60)), root, tree_spend)
+    assert asked == []
     limited = Budget(Limits(max_tokens=1000))
-    charge_tree(limited, root, runs)
-    assert (read, limited.tokens, limited.cost) == ([1], 50, 0.5)
+    charge_tree(limited, root, tree_spend)
+    assert (asked, limited.tokens, limited.cost) == ([("r", 1.0)], 50, 0.5)

@@ -7,7 +7,7 @@ agent definitions use without importing the runtime; it is re-exported here.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..exceptions import LimitExceeded, UserError
@@ -182,13 +182,13 @@ def limits_from_record(d: Mapping[str, object]) -> Limits:
     return Limits(**kept)  # type: ignore[arg-type]
 
 
-def charge_tree(budget: Budget, root: RunRecord, runs: Callable[[], Iterable[RunRecord]]) -> None:
-    """Charge a restored root's ``budget`` with what the ``runs()`` of its tree spent since its last run started (a
-    restart does not give a tree its limits anew).  Only a budget with a token or cost limit reads them: they count
-    for nothing else, and a tree of 100,000 runs takes ~2 s to read."""
+def charge_tree(budget: Budget, root: RunRecord, tree_spend: Callable[[str, float], tuple[int, float]]) -> None:
+    """Charge a restored root's ``budget`` with what its tree spent since its last run started (a restart does not
+    give a tree its limits anew): ``tree_spend`` is the store's :meth:`~subagents.store.base.Store.tree_spend`,
+    which reads only the spending columns.  Only a budget with a token or cost limit asks: the spending counts for
+    nothing else, and a tree may hold 100,000 runs."""
     if budget.limits.max_tokens is None and budget.limits.max_cost_usd is None:
         return
-    for r in runs():
-        if r.run_id == root.run_id or (r.started_at or 0.0) >= (root.started_at or 0.0):
-            budget.tokens += int(r.usage.get("input_tokens", 0)) + int(r.usage.get("output_tokens", 0))
-            budget.cost += r.cost_usd or 0.0
+    tokens, cost = tree_spend(root.run_id, root.started_at or 0.0)
+    budget.tokens += tokens
+    budget.cost += cost

@@ -117,7 +117,7 @@ def adopt(mgr: AgentManager, rec: RunRecord, transcript: list[Message]) -> Agent
     if rec.system_prompt:
         node.core.system = rec.system_prompt
     if rec.parent_id is None and (b := node.core.budget) is not None:  # what its tree spent in its last run
-        charge_tree(b, rec, lambda: mgr.store.list_runs(include_archived=True, root_id=rec.run_id))
+        charge_tree(b, rec, mgr.store.tree_spend)
     restore_output(node.core, rec.limits)  # a structured run must still end with a valid final_result
     node.core.ctx.todos[:] = todos_from_transcript(transcript)  # its todo list, from its last todo_write
     node.worktree = worktree_from_record(rec.worktree)

@@ -24,7 +24,7 @@ from ..messages import Message, message_from_dict
 from ._batch import ANN_COLS, COLS_SQL, record_from_row
 from ._lease import Lease
 from ._schema import FINAL_SQL, RUN_COLUMNS
-from .base import FINAL_STATUSES, AnnouncementRecord, AuditRecord, RunRecord
+from .base import FINAL_STATUSES, AnnouncementRecord, AuditRecord, RunRecord, run_spend
 
 __all__ = ["SqlReads"]
 
@@ -41,12 +41,19 @@ _TYPES: dict[str, frozenset[type]] = {  # what each runs column may hold (the JS
     **dict.fromkeys(("started_at", "ended_at", "archive_at", "cost_usd"), _NUM | _NONE),
 }
 _COL_TYPES = tuple((i, _TYPES[c]) for i, c in enumerate(RUN_COLUMNS))
+_SPEND_COLS = ("run_id", "started_at", "usage", "cost_usd")  # what Store.tree_spend reads of a run
+_NUM_NONE = _NUM | _NONE
+_decode = json.JSONDecoder().decode  # (json.loads without its per-call checks: a tree's usages, one by one)
 _NAMES = {"str": "text", "int": "an integer", "float": "a number", "bytes": "a blob", "NoneType": "NULL"}
 _UNPARSED = (ValueError, TypeError, KeyError, AttributeError, RecursionError)  # (a JSON text, a message's dict)
 
 
 def _number(v: object) -> bool:
-    return type(v) in _NUM and math.isfinite(v)  # type: ignore[arg-type]
+    """Whether ``v`` is a finite number a float can hold (an integer of 400 digits is not: no time, no count)."""
+    try:
+        return type(v) in _NUM and math.isfinite(v)  # type: ignore[arg-type]
+    except OverflowError:
+        return False
 
 
 def _bad_json(rec: RunRecord) -> str | None:
@@ -80,12 +87,17 @@ class SqlReads:
         return StoreError(f"the run store {path or getattr(self, 'where', '')} holds {what}: subagents did not write "
                           f"it so (it may have come with the project, or been damaged); {todo}")
 
+    def _miscolumned(self, row: Sequence[Any], cols: Sequence[str]) -> StoreError:
+        """The error for a ``runs`` row (of the columns ``cols``, ``run_id`` first) with a value of the wrong type."""
+        i = next(i for i, c in enumerate(cols) if type(row[i]) not in _TYPES[c])
+        got = _NAMES.get(type(row[i]).__name__, type(row[i]).__name__)
+        return self._unreadable(f"a run ({row[0]!r}) whose {cols[i]} is {got}")
+
     def _record(self, row: Sequence[Any]) -> RunRecord:
         """The record of a ``runs`` row (selected as ``COLS_SQL``), once its values are of their columns' types."""
         for i, types in _COL_TYPES:
             if type(row[i]) not in types:
-                got = _NAMES.get(type(row[i]).__name__, type(row[i]).__name__)
-                raise self._unreadable(f"a run ({row[0]!r}) whose {RUN_COLUMNS[i]} is {got}")
+                raise self._miscolumned(row, RUN_COLUMNS)
         try:
             rec = record_from_row(row)
         except _UNPARSED:
@@ -114,6 +126,36 @@ class SqlReads:
         cond = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self._read(f"SELECT {COLS_SQL} FROM runs{cond} ORDER BY created_at, {self._ORD}", params)
         return [self._record(r) for r in rows]
+
+    def tree_spend(self, root_id: str, since: float) -> tuple[int, float]:
+        p = self._P
+        rows = self._read(f"SELECT {', '.join(_SPEND_COLS)} FROM runs WHERE (root_id = {p} OR run_id = {p}) "
+                          f"AND (run_id = {p} OR COALESCE(started_at, 0) >= {p})", (root_id, root_id, root_id, since))
+        tokens, cost = 0, 0.0
+        for row in rows:
+            run_id, started, text, paid = row
+            if type(run_id) is not str or type(started) not in _NUM_NONE or type(text) is not str \
+                    or type(paid) not in _NUM_NONE:
+                raise self._miscolumned(row, _SPEND_COLS)
+            if run_id != root_id and not (started or 0.0) >= since:  # (a NaN time: as charge_tree compared it)
+                continue
+            t, c = run_spend(self._usage(run_id, text) if text and text != "{}" else {}, paid)
+            tokens += t
+            cost += c
+        return tokens, cost
+
+    def _usage(self, run_id: str, text: str) -> dict[str, Any]:
+        """The usage of a run read alone (:meth:`tree_spend`), checked as :meth:`_record` checks a record's."""
+        try:
+            usage = _decode(text)
+        except _UNPARSED:
+            raise self._unreadable(f"a run ({run_id!r}): its usage does not parse") from None
+        if type(usage) is not dict:
+            raise self._unreadable(f"a run ({run_id!r}): its usage is not a JSON object")
+        for v in usage.values():
+            if not _number(v):
+                raise self._unreadable(f"a run ({run_id!r}): its usage holds a count that is not a number")
+        return usage
 
     def child_ids(self, parent_id: str) -> list[str]:
         rows = self._read(f"SELECT run_id FROM runs WHERE parent_id = {self._P} ORDER BY created_at, {self._ORD}",

@@ -7,6 +7,7 @@ them in groups (the SQLite store does), but it must apply them in call order, an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
@@ -16,7 +17,7 @@ from ..messages import Message
 from ._lease import Lease
 
 __all__ = ["FINAL_STATUSES", "AnnouncementRecord", "AuditRecord", "Lease", "Request", "RunRecord", "Store",
-           "check_run_fields", "stamp_archive_at", "sweep_key"]
+           "check_run_fields", "run_spend", "stamp_archive_at", "sweep_key"]
 
 #: Statuses after which a run does not change on its own (``Status.is_final`` in the runtime).
 FINAL_STATUSES = frozenset({"completed", "errored", "shutdown"})
@@ -81,6 +82,16 @@ def check_run_fields(values: dict[str, Any]) -> None:
     for k in values:
         if k not in _RUN_FIELDS:
             raise StoreError(f"unknown run record field {k!r}; the fields are those of RunRecord")
+
+
+def run_spend(usage: Mapping[str, Any], cost: Any) -> tuple[int, float]:
+    """The tokens (input + output) and cost one run spent, as :meth:`Store.tree_spend` counts them: tokens ``0``
+    unless both counts (a missing one is ``0``) are non-negative integers, cost ``0`` unless a finite non-negative
+    number — what a store holds is never trusted to hand a tree budget back (a negative count) or to be a number."""
+    i, o = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+    tokens = i + o if type(i) is int and type(o) is int and i >= 0 and o >= 0 else 0
+    ok = type(cost) in (int, float) and 0 <= cost < math.inf  # (NaN compares false)
+    return tokens, float(cost) if ok else 0.0
 
 
 def sweep_key(rec: RunRecord) -> tuple[float, str]:
@@ -172,6 +183,17 @@ class Store(Protocol):
 
     def child_ids(self, parent_id: str) -> list[str]:
         """The ids of ``parent_id``'s children, oldest first (archived ones included)."""
+        ...
+
+    def tree_spend(self, root_id: str, since: float) -> tuple[int, float]:
+        """What the tree of ``root_id`` spent: its tokens (input + output) and cost in USD, summed over the root run
+        and every run of its tree (archived ones included) that started at or after ``since`` (one never started:
+        at ``0``) — what a restored root's budget is charged with (:func:`~subagents.runtime.limits.charge_tree`).
+
+        Reads only those columns, never whole records.  A count that is not a non-negative integer makes that run's
+        tokens ``0``, a cost that is not a finite non-negative number its cost (:func:`run_spend`); a row the
+        record reads refuse (a usage that is not a JSON object of numbers, a time or cost of the wrong type) is the
+        same :class:`~subagents.exceptions.StoreError` as from :meth:`list_runs`."""
         ...
 
     def root_nicknames(self, agent_type: str) -> set[str]:

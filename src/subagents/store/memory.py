@@ -30,6 +30,7 @@ from .base import (
     Request,
     RunRecord,
     check_run_fields,
+    run_spend,
     stamp_archive_at,
     sweep_key,
 )
@@ -53,6 +54,8 @@ _DICTS = tuple(i for i, f in enumerate(dataclasses.fields(RunRecord)) if f.defau
 _POS = {f.name: i for i, f in enumerate(dataclasses.fields(RunRecord))}  # field name -> its place in the tuple
 _NF = len(_POS)  # a final run's tuple: its fields, then its dict fields' items (see _flat)
 _ARCHIVED, _CLEANUP, _ARCHIVE_AT, _ENDED_AT = _POS["archived"], _POS["cleanup"], _POS["archive_at"], _POS["ended_at"]
+_ROOT_ID, _STARTED_AT, _USAGE, _COST = _POS["root_id"], _POS["started_at"], _POS["usage"], _POS["cost_usd"]
+_USAGE_TAIL = tuple(i for i in _DICTS if i < _USAGE)  # the dict fields whose items come before usage's (_flat)
 _PACK_MAX = 64  # a finished transcript of up to this many messages and blocks is packed (see _pack)
 _SHRUNK = ("runs", "transcripts", "announcements", "audit", "_anns_of")
 
@@ -166,6 +169,22 @@ class MemoryStore:
     def child_ids(self, parent_id: str) -> list[str]:
         kids = sorted((r for r in self._all() if r.parent_id == parent_id), key=lambda r: r.created_at)
         return [r.run_id for r in kids]
+
+    def tree_spend(self, root_id: str, since: float) -> tuple[int, float]:
+        tokens, cost = 0, 0.0
+        for r in self.runs.values():
+            if isinstance(r, tuple):  # a final run's fields: read in place, no record built (see _flat)
+                if r[0] != root_id and (r[_ROOT_ID] != root_id or not (r[_STARTED_AT] or 0.0) >= since):
+                    continue
+                at = _NF + 2 * sum(r[i] for i in _USAGE_TAIL) if _USAGE_TAIL else _NF  # (usage: the first dict)
+                end = at + 2 * r[_USAGE]
+                t, c = run_spend(dict(zip(r[at:end:2], r[at + 1:end:2], strict=True)), r[_COST])
+            elif r.run_id == root_id or (r.root_id == root_id and (r.started_at or 0.0) >= since):
+                t, c = run_spend(r.usage, r.cost_usd)
+            else:
+                continue
+            tokens, cost = tokens + t, cost + c
+        return tokens, cost
 
     def root_nicknames(self, agent_type: str) -> set[str]:
         return {r.nickname for r in self._all() if r.parent_id is None and r.agent_type == agent_type}
