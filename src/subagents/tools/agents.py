@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ..exceptions import ToolError
 from .base import FunctionTool, Tool, ToolCategory, ToolContext
 from .control import AgentControl
+from .validation import vouch
 
 __all__ = ["AGENT_TOOLS", "AgentControl", "agent_tools"]
 
@@ -130,6 +131,7 @@ AGENT_TOOLS: tuple[Tool, ...] = tuple(
     FunctionTool(f, category=ToolCategory.AGENT)
     for f in (spawn_agent, send_input, wait, close_agent, resume_agent, list_agents)
 )
+vouch(*(t.parameters for t in AGENT_TOOLS))  # (compiled at their first call: see tools/validation.py)
 
 
 def agent_tools() -> list[Tool]:

@@ -12,6 +12,7 @@ from .repo_map import repo_map
 from .shell import bash
 from .skills import SkillTool
 from .todo import todo_read, todo_write
+from .validation import vouch
 from .web import web_fetch, web_fetch_tool
 
 __all__ = ["BUILTIN_TOOLS", "builtin_tools"]
@@ -32,6 +33,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
     SkillTool(),
 )
 """Reading first, then editing, executing and planning, then skills: the order the model sees them in."""
+vouch(*(t.parameters for t in BUILTIN_TOOLS))  # (compiled at their first call, not as each Runtime opens)
 
 
 def builtin_tools(workdir: str | os.PathLike[str] | None = None, *,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from ..exceptions import ToolError
 from .base import FunctionTool, Tool, ToolCategory, ToolContext
 from .control import TeamControl
+from .validation import vouch
 
 __all__ = ["LEAD_TOOLS", "MEMBER_TOOLS", "TEAM_TOOLS", "team_tool_names"]
 
@@ -139,6 +140,7 @@ LEAD_TOOLS: tuple[Tool, ...] = (_tool(team_create), _tool(team_delete))
 """What only a lead has: ``team_create`` (given by a definition's ``tools:``) and ``team_delete``."""
 
 TEAM_TOOLS: tuple[Tool, ...] = (*LEAD_TOOLS, *MEMBER_TOOLS)
+vouch(*(t.parameters for t in TEAM_TOOLS))  # (compiled at their first call: see tools/validation.py)
 
 
 def team_tool_names() -> frozenset[str]:
