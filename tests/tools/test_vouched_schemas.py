@@ -18,6 +18,7 @@ import pytest
 from subagents import Runtime
 from subagents.exceptions import DefinitionError
 from subagents.models import FunctionModel
+from subagents.runtime.events import Event
 from subagents.tools import validation
 from subagents.tools.agents import AGENT_TOOLS
 from subagents.tools.base import FunctionTool
@@ -65,10 +66,16 @@ async def test_a_vouched_tool_still_refuses_bad_arguments_at_its_first_call(tmp_
         return ModelResponse("done") if step is None else ModelResponse("", [ToolCall(*step)])
 
     seen: list[str] = []
-    async with Runtime(FunctionModel(model, inline=True), workdir=tmp_path, store="memory://",
-                       on_event=lambda e: seen.append(e.data.get("output", "")) if e.kind == "tool_end" else None) as rt:
+
+    def heard(e: Event) -> None:
+        if e.kind == "tool_end":
+            seen.append(e.data["output"])
+
+    async with Runtime(FunctionModel(model, inline=True), workdir=tmp_path, store="memory://", on_event=heard) as rt:
         assert (await rt.run("read it")).text == "done"
-    assert len(seen) == 1 and "path" in seen[0] and "string" in seen[0], seen
+    (said,) = seen
+    assert "path" in said
+    assert "string" in said
 
 
 def test_a_tool_of_the_user_with_a_bad_schema_is_still_refused_as_it_is_given(tmp_path: Path) -> None:
