@@ -194,6 +194,9 @@ def main() -> None:
             add("subagents", f"w_{v}_mean", r[v]["mean_us"])
             add("subagents", f"w_{v}_x", r[v]["x_floor_mean"])
             add("subagents", f"w_{v}_gc", r[v]["gc_share"] * 100)
+            if "paired" in r[v]:  # (the memory variants: the floor alternated 1:1 with the runtime's cycle)
+                add("subagents", f"w_{v}_pfloor", r[v]["paired"]["floor_mean_us"])
+                add("subagents", f"w_{v}_xp", r[v]["paired"]["x_floor_mean"])
         progress(f"rep{rep} watched: " + ", ".join(f"{v} {r[v]['mean_us']:.0f} µs mean ({r[v]['x_floor_mean']}x)"
                                                   for v in WATCHED) + f", floor {r['floor']['mean_us']:.0f}")
         # (6) permission checks and (7) the shell sandbox (each script interleaves its variants)

@@ -16,7 +16,10 @@ process so they share the machine's noise:
   of the run reaches it; events that announce a status wait for the store's commit, the run does not).
 
 For each: median and mean µs per cycle, the mean as a multiple of the floor's mean (issue 13's goal:
-<= 10x), and the share of the time spent in the garbage collector (``gc.callbacks``).  One JSON line.
+<= 10x), and the share of the time spent in the garbage collector (``gc.callbacks``); and, for the memory
+variants, ``paired``: the variant measured once more with a floor cycle right before each of its cycles
+(:func:`measure_paired`: the floor in the CPU state the runtime's cycle runs in), that floor's mean and the
+ratio.  One JSON line.
 """
 
 from __future__ import annotations
@@ -89,6 +92,32 @@ async def measure(variant: str, n: int, workdir: str, gcc: GcClock) -> list[floa
     return out
 
 
+async def measure_paired(variant: str, n: int, workdir: str) -> tuple[list[float], list[float]]:
+    """``n`` runtime cycles of ``variant``, each right after one floor cycle: (floor samples, variant samples).
+
+    The floor measured in a block runs its ~120,000 instructions again and again with the CPU's caches and branch
+    predictors trained on it alone; alternated 1:1 with the runtime's cycle it runs in the state the runtime's cycle
+    runs in (on the box of the nineteenth session: 10.5 µs in a block, 16.5 µs alternated, 13.7 µs after ~480 µs of
+    plain ``json``/``re`` work that schedules nothing; the runtime's cycle the same either way).  Only the memory
+    variants: with the SQLite store the writer's callbacks run inside the floor's awaits and would be charged to it.
+    Reported next to the block floor, which stays issue 13's yardstick."""
+    store, _ = store_url("sqlite" if variant.startswith("sqlite") else "memory", workdir)
+    floor: list[float] = []
+    out: list[float] = []
+    async with Runtime(FunctionModel(script, inline=True), workdir=workdir, store=store, builtin_tools=False,
+                       on_event=(lambda ev: None) if variant.endswith("+listener") else None) as rt:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            assert await floor_cycle() == PARENT_TEXT
+            t1 = time.perf_counter()
+            r = await rt.run("hi")
+            out.append(time.perf_counter() - t1)
+            floor.append(t1 - t0)
+            assert r.text == PARENT_TEXT, r.text
+        await rt.events_delivered()
+    return floor, out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--iters", type=int, default=2000)
@@ -99,6 +128,7 @@ def main() -> None:
     a = ap.parse_args()
     variants = ["floor", *[v for v in a.variants.split(",") if v in VARIANTS and v != "floor"]]
     samples: dict[str, list[float]] = {v: [] for v in variants}
+    paired: dict[str, tuple[list[float], list[float]]] = {v: ([], []) for v in variants if v.startswith("memory")}
     gc_s: dict[str, float] = {v: 0.0 for v in variants}
     per = max(1, a.iters // a.rounds)
     with tempfile.TemporaryDirectory() as d:
@@ -112,6 +142,10 @@ def main() -> None:
                         gcc.total = 0.0
                         samples[w] += asyncio.run(measure(w, n, d, gcc))
                         gc_s[w] += gcc.total
+                if v in paired:
+                    fl, vs = asyncio.run(measure_paired(v, per, d))
+                    paired[v][0].extend(fl)
+                    paired[v][1].extend(vs)
     res: dict[str, Any] = {"bench": "watched", "n": per * a.rounds, "floor_n": len(samples["floor"])}
     for v in variants:
         us = [x * 1e6 for x in samples[v]]
@@ -119,6 +153,9 @@ def main() -> None:
                   "gc_share": round(gc_s[v] / sum(samples[v]), 3)}
     for v in variants[1:]:
         res[v]["x_floor_mean"] = round(res[v]["mean_us"] / res["floor"]["mean_us"], 2)
+    for v, (fls, vss) in paired.items():
+        fl, vs = statistics.fmean(fls) * 1e6, statistics.fmean(vss) * 1e6
+        res[v]["paired"] = {"floor_mean_us": round(fl, 1), "mean_us": round(vs, 1), "x_floor_mean": round(vs / fl, 2)}
     print(json.dumps(res))
 
 

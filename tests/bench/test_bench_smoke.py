@@ -82,6 +82,11 @@ def test_watched_cycle_prints_every_variant_with_the_floor() -> None:
     for v in ("memory", "sqlite", "memory+listener", "sqlite+listener"):
         assert r[v]["x_floor_mean"] == pytest.approx(r[v]["mean_us"] / r["floor"]["mean_us"], rel=0.02)
         assert 0.0 <= r[v]["gc_share"] < 1.0
+        if v.startswith("memory"):  # the floor alternated 1:1 with the runtime's cycle
+            p = r[v]["paired"]
+            assert p["x_floor_mean"] == pytest.approx(p["mean_us"] / p["floor_mean_us"], rel=0.02)
+        else:
+            assert "paired" not in r[v]
 
 
 def test_goal_table_marks_what_is_met() -> None:
@@ -94,9 +99,11 @@ def test_goal_table_marks_what_is_met() -> None:
     out = run.render_goals({"w_floor_mean": 40.0, "w_floor_median": 30.0, "w_memory_median": 250.0,
                             "w_memory_mean": 320.0, "w_memory_x": 8.0, "w_sqlite_x": 12.5,
                             "fan1000_ms": 120.0, "fan1000_mb": 70.0, "fan1000_x": 7.5, "i_memory_x": 7.45,
-                            "i_sqlite_x": 7.63, "i_memory+listener_x": 8.87, "i_sqlite+listener_x": 8.59})
+                            "i_sqlite_x": 7.63, "i_memory+listener_x": 8.87, "i_sqlite+listener_x": 8.59,
+                            "w_memory_pfloor": 16.8, "w_memory_xp": 7.5, "w_memory+listener_xp": 9.0})
     lines = out.splitlines()
     assert "| 7.45× / 7.63× / 8.87× / 8.59× |" in next(x for x in lines if "machine instructions" in x)
+    assert "| 16.8; 7.5× / 9.0× |" in next(x for x in lines if "right after one floor cycle" in x)
     assert "; 7.5×)" in next(x for x in lines if "fan-out of 1,000" in x)  # per child ÷ a plain task
     assert next(x for x in lines if "memory store, nobody listening" in x).endswith("| yes |")
     assert next(x for x in lines if "sqlite store, nobody listening" in x).endswith("| **no** |")
