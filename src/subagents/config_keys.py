@@ -165,7 +165,8 @@ _FIXED: tuple[Key, ...] = (
         trust="true"),
     Key("sandbox", "private_home", "boolean", True,
         "the shell sees none of your home directory but the workspace, the toolchains on `PATH`, package caches, "
-        "git's config and `home_read` (user file only; see docs/security.md)", field="private_home", user_only=True),
+        "git's identity (not its config file) and `home_read` (user file only; see docs/security.md)",
+        field="private_home", user_only=True),
     Key("sandbox", "home_read", _LIST, [], "more paths under your home directory the shell may read (user file only)",
         field="home_read", user_only=True),
     Key("telemetry", "otlp_endpoint", "string", None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,10 @@ async def test_a_spawned_process_gets_exactly_the_scrubbed_environment(
     env = json.loads(out)
     expected = scrubbed_env(("MYAPP_*", "GITHUB_TOKEN"), extra={"SUBAGENTS_AGENT": "a1"})
     if mode != "off":
-        assert env.pop("TMPDIR").startswith("/tmp")
+        tmp = env.pop("TMPDIR")
+        assert tmp.startswith("/tmp")
+    if mode == "landlock":  # git's identity, never ~/.gitconfig itself (sandbox/gitident.py)
+        assert env.pop("GIT_CONFIG_GLOBAL") in (os.devnull, f"{tmp}/.gitconfig")
     assert len(env.pop("SUBAGENTS_COMMAND")) == 16  # the tag that finds processes which left the group
     if mode == "bwrap":
         assert env.pop("PWD") == str(ws.root)  # bubblewrap's --chdir sets it

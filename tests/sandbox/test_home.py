@@ -44,8 +44,8 @@ def test_toolchain_dirs(path_env: str, expected: list[str]) -> None:
 def test_home_read_entries_stay_under_home() -> None:
     got = home_reads(H, "", ["~/.m2", ".gradle", "~", "~bob/.ssh", "/etc/passwd", "~/../../etc", "/home/u/x/../y"])
     caches = [f"/home/u/{c}" for c in CACHES]
-    assert [str(p) for p in got] == ["/home/u/.gitconfig", "/home/u/.config/git", *caches, "/home/u/.m2",
-                                     "/home/u/.gradle", "/home/u/y"]
+    assert [str(p) for p in got] == ["/home/u/.config/git/ignore", "/home/u/.config/git/attributes", *caches,
+                                     "/home/u/.m2", "/home/u/.gradle", "/home/u/y"]
     assert not any(c.endswith(("settings.xml", ".properties", ".npmrc")) or c in (".m2", ".gradle", ".npm", ".cache")
                    for c in CACHES)  # the package directories only, never the tools' settings beside them
 
@@ -100,9 +100,10 @@ def test_bwrap_masks_home_before_the_workspace_and_binds_back_reads(var_home: Pa
     (home / ".tool" / "bin").mkdir(parents=True)
     (home / ".tool" / "credentials").mkdir()
     (home / ".config" / "gh").mkdir(parents=True)
-    (home / ".gitconfig").write_text("[user]\n\tname = U\n")
+    (home / ".gitconfig").write_text('[user]\n\tname = U\n[http]\n\textraHeader = "Authorization: Bearer t0k"\n')
     (home / ".ssh").mkdir()
     (home / ".config" / "git").mkdir()
+    (home / ".config" / "git" / "ignore").write_text("*.swp\n")
     (home / ".m2" / "repository").mkdir(parents=True)  # read back twice: by home_read, and as a package cache
     (home / ".m2" / "settings.xml").write_text("<password>x</password>")
     root = home / "proj"
@@ -115,8 +116,13 @@ def test_bwrap_masks_home_before_the_workspace_and_binds_back_reads(var_home: Pa
     assert h in tmpfs
     home_at = argv.index(h, argv.index("--tmpfs", argv.index("/tmp") - 1))
     assert argv.index("--bind") > home_at  # the workspace is bound over the empty home, not hidden by it
-    assert _pairs(argv, "--ro-bind-try") == sorted([f"{h}/.config/git", f"{h}/.gitconfig", f"{h}/.m2",
-                                                    f"{h}/.m2/repository", f"{h}/.tool"])  # what exists
+    assert _pairs(argv, "--ro-bind-try") == sorted([f"{h}/.config/git/ignore", f"{h}/.m2", f"{h}/.m2/repository",
+                                                    f"{h}/.tool"])  # what exists
+    at = argv.index(f"{h}/.gitconfig")  # not ~/.gitconfig itself: a file with its identity only (gitident)
+    assert argv[at - 2] == "--ro-bind"
+    assert at > home_at
+    assert Path(argv[at - 1]).read_text() == '[user]\n\tname = "U"\n'
+
     assert f"{h}/.tool/credentials" in tmpfs  # a hidden path inside what is read back is masked
     assert f"{h}/.ssh" not in tmpfs
     assert f"{h}/.config/gh" not in tmpfs
@@ -133,7 +139,8 @@ def test_a_home_spelled_through_a_link_still_finds_its_toolchains() -> None:
                      aliases=[H])
     caches = [f"/var/home/u/{c}" for c in CACHES if c != ".rustup"]
     assert [str(p) for p in got] == ["/var/home/u/.tool", "/var/home/u/.cargo", "/var/home/u/.rustup",
-                                     "/var/home/u/.gitconfig", "/var/home/u/.config/git", *caches, "/var/home/u/.m2"]
+                                     "/var/home/u/.config/git/ignore", "/var/home/u/.config/git/attributes",
+                                     *caches, "/var/home/u/.m2"]
 
 
 def test_a_hidden_file_under_a_linked_directory_is_hidden_by_both_names(tmp_path: Path) -> None:

@@ -186,6 +186,33 @@ async def test_toolchains_git_identity_home_read_and_workspace_work(hh: HostHome
     assert_sealed(hh, a, before)
 
 
+async def test_git_gets_the_identity_from_gitconfig_never_its_tokens(hh: HostHome, backend: str) -> None:
+    """``~/.gitconfig`` (and a file it includes) holds tokens, a credential helper, an alias and an ``ssh`` command
+    beside the identity: a command's git has the name, e-mail and preferences, and nothing reads the rest."""
+    before = hh.snapshot()
+    home = str(hh.root)
+    a = await run(hh, backend, [
+        sh('cat ~/.gitconfig ~/.gitconfig.local "$GIT_CONFIG_GLOBAL" 2>&1; git config --global --list --show-origin '
+           "2>&1; git config --list --includes 2>&1; env | grep -i git; echo END"),
+        sh("git var GIT_AUTHOR_IDENT 2>&1; git config --global pull.rebase; git config --global alias.ship; "
+           "git config --global core.sshCommand; git config --global credential.helper; git config --get-urlmatch "
+           "http.extraheader https://github.com/x 2>&1; echo END"),
+        sh("git init -q src/r && cd src/r && git config user.name 'Repo Person' && git config user.email r@example.com"
+           " && echo x > f && git add f && git commit -qm one 2>&1 && git log -1 --format='AUTHOR=%an <%ae>' 2>&1"),
+        sh(f"printf '[include]\\n\\tpath = {home}/.gitconfig\\n' > \"$TMPDIR/x.cfg\"; "
+           'GIT_CONFIG_GLOBAL="$TMPDIR/x.cfg" '
+           f"git config --global --includes --list 2>&1; git config --file {home}/.gitconfig.local --list 2>&1; "
+           f"git -c include.path={home}/.gitconfig config --list --includes 2>&1; echo END"),
+        read(f"{home}/.gitconfig"),
+    ])
+    out = [a.step(i).content for i in range(4)]
+    assert all("END" in o for o in (out[0], out[1], out[3])), a.transcript()
+    assert f"{GIT_NAME} <{GIT_EMAIL}>" in out[1], f"git has not the user's identity:\n{a.transcript()}"
+    assert "\ntrue\n" in out[1], f"pull.rebase (from the included file) did not reach git:\n{a.transcript()}"
+    assert "AUTHOR=Repo Person <r@example.com>" in out[2], f"the repository's own identity lost:\n{a.transcript()}"
+    assert_sealed(hh, a, before)
+
+
 async def test_writes_to_home_do_not_reach_the_real_home(hh: HostHome, backend: str) -> None:
     before = hh.snapshot()
     a = await run(hh, backend, [

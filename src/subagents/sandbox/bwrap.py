@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
+from . import gitident
 from .workspace import Workspace
 
 __all__ = ["MASKED_DIRS", "NO_USERNS", "bwrap_argv", "find_bwrap", "missing_protected", "protected_links",
@@ -98,6 +99,9 @@ def _private_home(ws: Workspace) -> list[str]:
     args = ["--tmpfs", str(ws.private_home)]
     for p in sorted(str(r) for r in ws.home_reads if os.path.exists(r)):  # a parent before what lies in it
         args += ["--ro-bind-try", p, p]  # (-try: one removed meanwhile is no error)
+    git = gitident.bound(ws)  # git's identity, not the file itself (:mod:`.gitident`)
+    if git is not None:
+        args += ["--ro-bind", git, str(ws.private_home / ".gitconfig")]
     return args
 
 

@@ -15,7 +15,8 @@ read back only :func:`home_reads`:
   directory: ``~/.local/share/mise`` for ``~/.local/share/mise/shims``); with their companions
   (:data:`COMPANIONS`: rustup's toolchains beside ``~/.cargo``, user-installed Python packages beside
   ``~/.local/bin``);
-- git's own configuration (:data:`GIT_CONFIG`: a commit needs the user's name and e-mail);
+- git's ignore and attributes files (:data:`GIT_CONFIG`); its configuration is not read back but given, with the
+  identity and plain preferences only (:mod:`.gitident`: ``~/.gitconfig`` is where tokens end up);
 - package caches an offline build reads (:data:`CACHES`: ``~/go/pkg/mod``, ``~/.m2/repository``, ``~/.cache/pip``...);
 - what the user lists in ``[sandbox] home_read`` (user config file only: a cloned project cannot open home).
 
@@ -29,7 +30,7 @@ or contains it, nothing is hidden this way (the workspace is the project the age
 >>> [str(p) for p in toolchain_dirs(Path("/var/home/u"), "/home/u/.nvm/v20/bin", aliases=[home])]
 ['/var/home/u/.nvm']
 >>> [str(p) for p in home_reads(home, "/home/u/.cargo/bin", ["~/.m2", "/etc/x", "~/../other"])][:4]
-['/home/u/.cargo', '/home/u/.rustup', '/home/u/.gitconfig', '/home/u/.config/git']
+['/home/u/.cargo', '/home/u/.rustup', '/home/u/.config/git/ignore', '/home/u/.config/git/attributes']
 >>> [str(p) for p in home_reads(home, "", ["~/.m2", "/etc/x", "~/../other"])][-1]
 '/home/u/.m2'
 """
@@ -66,9 +67,10 @@ CACHES: tuple[str, ...] = (
 an offline build needs what is already downloaded.  Only the package directories, never the tools' settings beside
 them (``~/.m2/settings.xml``, ``~/.gradle/gradle.properties``, ``~/.npmrc`` can hold passwords)."""
 
-GIT_CONFIG: tuple[str, ...] = (".gitconfig", ".config/git")
-"""git's user configuration: read back so a command's ``git commit`` has the user's identity (its credential
-store, ``~/.git-credentials`` and ``~/.config/git/credentials``, stays hidden)."""
+GIT_CONFIG: tuple[str, ...] = (".config/git/ignore", ".config/git/attributes")
+"""git's user-wide ignore and attributes files, read back as they are.  Its configuration files (``~/.gitconfig``,
+``~/.config/git/config``) are not: a command gets the identity and preferences in them (:mod:`.gitident`), never
+the tokens and commands they can hold; its credential store stays hidden."""
 
 
 def private_home(home: Path, root: Path, enabled: bool) -> Path | None:
@@ -124,7 +126,7 @@ def toolchain_dirs(home: Path, path_env: str, aliases: Iterable[Path] = ()) -> l
 
 
 def home_reads(home: Path, path_env: str, extra: Iterable[str], aliases: Iterable[Path] = ()) -> tuple[Path, ...]:
-    """What a command may read under a private ``home``: the toolchains on ``path_env``, git's config, and
+    """What a command may read under a private ``home``: the toolchains on ``path_env``, git's ignore files, and
     ``extra`` (``[sandbox] home_read``: ``~/...``, absolute, or relative to home) — the ones under home."""
     aliases = tuple(aliases)
     picked = [*toolchain_dirs(home, path_env, aliases), *(home / g for g in (*GIT_CONFIG, *CACHES))]

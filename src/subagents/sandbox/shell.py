@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ToolError
-from . import backends
+from . import backends, gitident
 from . import bwrap as _bwrap
 from .env import scrubbed_env
 from .home import reachable
@@ -73,7 +73,6 @@ __all__ = ["KILL_GRACE_S", "SHELL_HIDDEN", "SandboxUnavailable", "ShellSandbox",
 
 KILL_GRACE_S = 1.0
 """How long a process group gets between SIGTERM and SIGKILL."""
-_POLL_S = 0.01
 
 SHELL_HIDDEN: tuple[str, ...] = ("~/.cache/git/credential", "~/.git-credential-cache")
 """Hidden from commands on top of ``Workspace.hidden``: git's credential-cache daemon sockets (a socket
@@ -243,6 +242,7 @@ class ShellSandbox:
         state.temp_dir = tempfile.mkdtemp(prefix="subagents-cmd-")
         _TEMP_DIRS.add(state.temp_dir)
         env["TMPDIR"] = state.temp_dir
+        gitident.place(self.workspace, Path(state.temp_dir), env)
         if backend == "seatbelt":
             from . import seatbelt
 
@@ -317,7 +317,7 @@ class ShellSandbox:
         try:
             # No event tells when a whole process group is gone; poll briefly, bounded by the grace.
             while group_alive(pgid) and loop.time() < deadline:  # noqa: ASYNC110
-                await asyncio.sleep(_POLL_S)
+                await asyncio.sleep(0.01)
         finally:
             signal_group(pgid, signal.SIGKILL)  # also when cancelled again during the grace
             await self._stop(proc, self._spawned.get(proc))
