@@ -55,7 +55,8 @@ DOC_MODULES = [
     "subagents.runtime.runtime", "subagents.tools.base", "subagents.models.function",
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
     "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",
-    "subagents.sandbox.env", "subagents.sandbox.home", "subagents.sandbox.gitident", "subagents.sandbox.policy", "subagents.sandbox.workspace",
+    "subagents.sandbox.env", "subagents.sandbox.home", "subagents.sandbox.gitident", "subagents.sandbox.policy",
+    "subagents.sandbox.workspace",
     "subagents.engines.local", "subagents.engines.inline", "subagents.ids", "subagents.runtime.notices",
     "subagents.trust", "subagents.markup",
 ]

@@ -4,6 +4,7 @@ preferences, read by the host's git (includes resolved), written back so git rea
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -120,3 +121,14 @@ def test_no_key_given_names_a_command_a_path_or_a_credential() -> None:
              "cookie", "token", "password", "fsmonitor", "askpass", "include", "alias", "filter", "driver")
     assert not [k for k in gitident.KEYS - {"core.quotepath"} if any(r in k for r in risky)]  # (a yes or no)
     assert all(k == k.lower() and k.count(".") == 1 for k in gitident.KEYS)  # as git --list spells them
+
+
+def test_bound_writes_its_file_again_when_tmp_was_cleaned(home: Path) -> None:
+    (home / ".gitconfig").write_text("[user]\n\tname = Ann\n")
+    ws = Workspace(home / "proj", home=home)
+    first = gitident.bound(ws)
+    assert first is not None
+    shutil.rmtree(Path(first).parent)  # a cleaner of /tmp on a long-lived process
+    again = gitident.bound(ws)
+    assert again == first
+    assert Path(again).read_text() == '[user]\n\tname = "Ann"\n'

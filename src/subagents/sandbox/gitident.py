@@ -178,6 +178,7 @@ def bound(ws: Workspace) -> str | None:
         atexit.register(shutil.rmtree, _DIR[0], True)
     p = os.path.join(_DIR[0], hashlib.sha256(text.encode()).hexdigest()[:32] + ".gitconfig")
     if not os.path.exists(p):
+        os.makedirs(_DIR[0], mode=0o700, exist_ok=True)  # (a cleaner of /tmp may have removed it meanwhile)
         tmp = p + f".{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
