@@ -99,20 +99,25 @@ def test_place_names_the_file_or_dev_null_and_respects_home_read(home: Path, tmp
     temp.mkdir()
     ws = Workspace(home / "proj", home=home)
     env: dict[str, str] = {}
-    gitident.place(ws, temp, env)
+    gitident.place(ws, temp, env, copy=True)  # Seatbelt: a copy in the command's temp dir
     assert env["GIT_CONFIG_GLOBAL"] == str(temp / ".gitconfig")
     assert (temp / ".gitconfig").read_text() == '[user]\n\tname = "Ann"\n'
+    gitident.place(ws, temp, env, copy=False)  # Landlock: the file the runtime keeps, which it grants reading
+    assert [Path(env["GIT_CONFIG_GLOBAL"])] == gitident.granted(ws)
+    assert not str(gitident.granted(ws)[0]).startswith(str(home))
     assert gitident.bound(ws) is not None
     assert Path(gitident.bound(ws) or "").read_text() == '[user]\n\tname = "Ann"\n'
     (home / ".gitconfig").write_text(f"[http]\n\textraHeader = {TOKEN}\n")
-    env = {}
-    gitident.place(ws, temp, env)
-    assert env == {"GIT_CONFIG_GLOBAL": os.devnull}
+    for copy in (True, False):
+        env = {}
+        gitident.place(ws, temp, env, copy=copy)
+        assert env == {"GIT_CONFIG_GLOBAL": os.devnull}
     assert gitident.bound(ws) is None
+    assert gitident.granted(ws) == []
     for policy in (SandboxPolicy(home_read=("~/.gitconfig",)), SandboxPolicy(home_read=("~/.config/git",)),
                    SandboxPolicy(private_home=False)):
         env = {}
-        gitident.place(Workspace(home / "proj", policy, home=home), temp, env)
+        gitident.place(Workspace(home / "proj", policy, home=home), temp, env, copy=False)
         assert env == {}, policy  # read back whole, as the user asked (or home is not private)
 
 

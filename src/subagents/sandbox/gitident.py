@@ -9,7 +9,8 @@ and how git behaves: ``user.name``, ``init.defaultBranch``, ``pull.rebase``...),
 global configuration (:func:`identity_text`):
 
 - bubblewrap: bound read-only at ``~/.gitconfig`` in the command's empty home;
-- Landlock and Seatbelt: written to the command's private temp dir, named by ``GIT_CONFIG_GLOBAL``.
+- Landlock and Seatbelt: named by ``GIT_CONFIG_GLOBAL`` (a file the runtime keeps for the process; under
+  Seatbelt a copy in the command's private temp dir).
 
 A repository's own settings (``.git/config``) still come first, as they always do.  Everything else stays behind:
 credentials, URL rewrites, HTTP headers, aliases and every key that names a command to run (``core.sshCommand``,
@@ -88,9 +89,8 @@ def _stat(path: str) -> tuple[object, ...]:
     return (path, st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def _sources(root: Path, env: Mapping[str, str]) -> tuple[object, ...]:
+def _sources(root: Path, home: str, env: Mapping[str, str]) -> tuple[object, ...]:
     """Where git reads the global configuration from, each file with its size and time: the cache's key."""
-    home = env.get("HOME", "")
     xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     named = env.get("GIT_CONFIG_GLOBAL")
     files = [named] if named else [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config")]
@@ -127,12 +127,12 @@ def identity_text(root: Path, home: Path, env: Mapping[str, str] | None = None) 
     """The gitconfig a command in ``root`` gets (see the module docstring), read from ``home``: ``None`` when the
     user has none of :data:`KEYS` set, git is not installed, or it cannot read the configuration.  Asked again
     once a file it was read from (included files too) changed."""
-    env = {**(os.environ if env is None else env), "HOME": str(home)}
-    key = _sources(root, env)
+    env = os.environ if env is None else env
+    key = _sources(root, str(home), env)
     hit = _cache.get(key)
     if hit is not None and tuple(_stat(f) for f in hit[1]) == hit[2]:
         return hit[0]
-    text, origins = _read(root, env)
+    text, origins = _read(root, {**env, "HOME": str(home)})
     if len(_cache) > 8:
         _cache.clear()
     _cache[key] = (text, origins, tuple(_stat(f) for f in origins))
@@ -141,32 +141,39 @@ def identity_text(root: Path, home: Path, env: Mapping[str, str] | None = None) 
 
 def _applies(ws: Workspace) -> bool:
     """Home is private and the user did not read git's own configuration back whole (``home_read``)."""
-    home = ws.private_home
-    if home is None:
+    if ws.private_home is None:
         return False
-    files = (home / ".gitconfig", home / ".config" / "git" / "config")
-    return not any(r == f or (r in f.parents and r != home) for r in ws.home_reads for f in files)
+    home = str(ws.private_home)
+    files = (home + "/.gitconfig/", home + "/.config/git/config/")  # (strings: this runs before every command)
+    return not any(f.startswith(str(r) + "/") and str(r) != home for r in ws.home_reads for f in files)
 
 
-def place(ws: Workspace, temp_dir: Path, env: dict[str, str]) -> None:
-    """Landlock and Seatbelt: give the command its gitconfig in its private ``temp_dir`` (``GIT_CONFIG_GLOBAL``)."""
+def place(ws: Workspace, temp_dir: Path, env: dict[str, str], *, copy: bool) -> None:
+    """Landlock and Seatbelt: name the command's gitconfig in ``GIT_CONFIG_GLOBAL``: the file :func:`bound` made
+    (Landlock grants reading it: :func:`granted`), or with ``copy`` (Seatbelt) a copy in the command's private
+    ``temp_dir``; ``/dev/null`` when there is nothing to give."""
     if not _applies(ws):
         return
-    assert ws.private_home is not None
-    text = identity_text(ws.root, ws.private_home)
-    if text is None:
-        env["GIT_CONFIG_GLOBAL"] = os.devnull  # (nothing to give; not the hidden files either)
-        return
-    p = temp_dir / ".gitconfig"
-    p.write_text(text, encoding="utf-8")
-    env["GIT_CONFIG_GLOBAL"] = str(p)
+    made = bound(ws)
+    if made is not None and copy:
+        p = temp_dir / ".gitconfig"
+        shutil.copyfile(made, p)
+        made = str(p)
+    env["GIT_CONFIG_GLOBAL"] = made or os.devnull  # (never the hidden files: git would fail reading them)
+
+
+def granted(ws: Workspace) -> list[Path]:
+    """Landlock: the file to grant reading for the ``GIT_CONFIG_GLOBAL`` :func:`place` names (none or one)."""
+    made = bound(ws)
+    return [] if made is None else [Path(made)]
 
 
 _DIR: list[str] = []
 
 
 def bound(ws: Workspace) -> str | None:
-    """bubblewrap: a read-only file holding the command's gitconfig, to bind at ``~/.gitconfig`` (``None``: none)."""
+    """The file holding a command's gitconfig (``None``: nothing to give), one per content for the process's life:
+    bubblewrap binds it read-only at ``~/.gitconfig``, Landlock grants reading it."""
     if not _applies(ws):
         return None
     assert ws.private_home is not None

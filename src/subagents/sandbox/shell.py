@@ -242,7 +242,7 @@ class ShellSandbox:
         state.temp_dir = tempfile.mkdtemp(prefix="subagents-cmd-")
         _TEMP_DIRS.add(state.temp_dir)
         env["TMPDIR"] = state.temp_dir
-        gitident.place(self.workspace, Path(state.temp_dir), env)
+        gitident.place(self.workspace, Path(state.temp_dir), env, copy=backend == "seatbelt")
         if backend == "seatbelt":
             from . import seatbelt
 
@@ -282,7 +282,7 @@ class ShellSandbox:
         from . import landlock
         from .seccomp import command_filters
 
-        extra = []
+        extra = gitident.granted(self.workspace)  # the file GIT_CONFIG_GLOBAL names (gitident.place)
         if self.policy.network:
             extra.append(Path(os.path.realpath("/etc/resolv.conf")))
         try:
