@@ -23,17 +23,27 @@ from .base import AnnouncementRecord, RunRecord
 
 __all__ = ["ANN_COLS", "APPEND", "CALL", "COLS_SQL", "CREATE", "DELETE", "DELIVER", "FINISH", "FLUSH", "RUN_FIELDS",
            "SQL", "STOP", "UPDATE", "Plan", "Recorder", "announcement_values", "message_json", "message_values",
-           "plain_op", "record_from_row", "record_values"]
+           "plain_op", "record_from_row", "record_values", "sweep_values"]
 
 CREATE, UPDATE, APPEND, FINISH, DELIVER, DELETE, SQL, CALL, FLUSH, STOP = _fold.CODES  # (the operations' codes)
 RUN_FIELDS = frozenset(RUN_COLUMNS)
 #: What reads select for a run, in ``RUN_COLUMNS`` order: the system prompt comes from ``prompts`` (schema 5;
 #: a run written before keeps its own text in ``runs.system_prompt``, with no ``prompt_key``).
 COLS_SQL = ", ".join(PROMPT_SQL if c == "system_prompt" else f'"{c}"' for c in RUN_COLUMNS)
-#: One step of a sweep (``cleanup_candidates`` with a limit): the next runs due, in ``runs_sweep`` order.
+#: One step of a sweep (``cleanup_candidates`` with a limit): the next runs due, in ``runs_sweep`` order;
+#: its values: ``(lo, now, lo, last, limit)`` (:func:`sweep_values`).
 _SWEEP_STEP = (f"SELECT {COLS_SQL} FROM runs INDEXED BY runs_sweep WHERE archived = 0 AND {FINAL_SQL} "
-              f"AND {SWEEP_KEY} >= ?1 AND {SWEEP_KEY} <= ?2 AND ({SWEEP_KEY} > ?1 OR run_id > ?3) "
-              f"ORDER BY {SWEEP_KEY}, run_id LIMIT ?4")
+              f"AND {SWEEP_KEY} >= ? AND {SWEEP_KEY} <= ? AND ({SWEEP_KEY} > ? OR run_id > ?) "
+              f"ORDER BY {SWEEP_KEY}, run_id LIMIT ?")
+#: (Plain ``?`` placeholders, a value given twice: numbered ones, a question mark and a number, bound from a
+#: sequence are deprecated in Python 3.12's sqlite3 and refused from 3.14.)
+
+
+def sweep_values(lo: float, last: str, now: float, limit: int) -> tuple[Any, ...]:
+    """The values :data:`_SWEEP_STEP` binds, in order."""
+    return (lo, now, lo, last, limit)
+
+
 _JSON_IDX = tuple(RUN_COLUMNS.index(c) for c in ("limits", "trace", "usage", "worktree"))
 _BOOL_IDX = tuple(RUN_COLUMNS.index(c) for c in ("archived", "background", "truncated"))
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..exceptions import StoreError
-from ._batch import _SWEEP_STEP
+from ._batch import _SWEEP_STEP, sweep_values
 from ._lease import new_owner_id
 from ._open import file_problem, refused_schema
 from ._schema import RUN_COLUMNS, SCHEMA_VERSION, schema_problem
@@ -300,7 +300,7 @@ class SQLiteReader(SqlReads):
         sql = _SWEEP_STEP  # (an older schema's ``runs`` is a view: no index to name)
         if self.schema_version < SCHEMA_VERSION:
             sql = sql.replace(" INDEXED BY runs_sweep", "")
-        return self._read(sql, (lo, now, last, limit))
+        return self._read(sql, sweep_values(lo, last, now, limit))
 
     def close(self) -> None:
         self._closed = True

@@ -55,6 +55,7 @@ from ._batch import (
     announcement_values,
     message_values,
     record_values,
+    sweep_values,
 )
 from ._checkpoint import MAX_WAL_PAGES
 from ._lease import LEASE_S, RENEW_S, claim_runs, new_owner_id, process_identity
@@ -321,7 +322,7 @@ class SQLiteStore(SqlReads):
             raise store_error(self.path, e, "reading it") from None
 
     def _sweep_step(self, lo: float, last: str, now: float, limit: int) -> list[Any]:
-        return self._read(_SWEEP_STEP, (lo, now, last, limit))
+        return self._read(_SWEEP_STEP, sweep_values(lo, last, now, limit))
 
     def take_requests(self, owner: str, at: float) -> list[Request]:
         """Hand out open requests for this owner's committed runs (once each: marked done in the same call)."""
