@@ -11,6 +11,7 @@ missing, unreadable or odd one (a FIFO, a symlink, loose permissions) never hang
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import os
@@ -199,7 +200,7 @@ async def test_an_owner_without_this_users_tag_is_refused(owner: str, tmp_path: 
     project, db = project_with(tmp_path)
     seed(db, [run("r", owner)])
     if not owner:  # (a store fills in its own owner for a record without one)
-        with sqlite3.connect(db) as conn:
+        with contextlib.closing(sqlite3.connect(db)) as conn, conn:  # (closed: 3.13 warns)
             conn.execute("UPDATE runs SET owner = ''")
     calls = Calls()
     with pytest.warns(ForeignRunsWarning, match=r"nick-r \(r\)"):

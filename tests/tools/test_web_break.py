@@ -137,7 +137,8 @@ async def test_a_marked_section_the_parser_rejects_is_read_as_a_comment(ctx: Too
     assert "before\n\nafter" in out
 
 
-@pytest.mark.parametrize("charset", ["idna", "undefined", "punycode"])
+@pytest.mark.parametrize("charset", ["idna", "undefined", "punycode", "unicode_escape", "raw-unicode-escape", "base64",
+                                     "rot13", "no-such-charset"])
 async def test_a_charset_whose_codec_cannot_replace_falls_back_to_utf8(
         ctx: ToolContext, port: int, charset: str) -> None:
     out, err = await call(ctx, f"http://127.0.0.1:{port}/charset/{charset}")

@@ -22,6 +22,7 @@ is capped.
 
 from __future__ import annotations
 
+import codecs
 import re
 import time
 from collections.abc import Collection
@@ -157,10 +158,22 @@ def _to_markdown(body: str, content_type: str) -> tuple[str, bool, str]:
     return "\n".join(out).strip(), cut is not None, note
 
 
+_NOT_CHARSETS = frozenset({"punycode", "idna", "undefined", "unicode-escape", "raw-unicode-escape"})
+"""Python codecs a page may name as its charset that are no character set: they rewrite text (or refuse it)."""
+
+
 def _decode_text(data: bytes, encoding: str | None) -> str:
+    name = "utf-8"
+    if encoding:
+        try:
+            info = codecs.lookup(encoding)
+        except LookupError:  # unknown
+            info = None
+        if info is not None and info._is_text_encoding and info.name not in _NOT_CHARSETS:  # (not base64, rot13)
+            name = info.name
     try:
-        return data.decode(encoding or "utf-8", errors="replace")
-    except (LookupError, UnicodeError):  # unknown, a bytes codec (base64), or one that cannot replace (idna)
+        return data.decode(name, errors="replace")
+    except UnicodeError:  # one that cannot replace bad bytes
         return data.decode("utf-8", errors="replace")
 
 
