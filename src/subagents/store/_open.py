@@ -17,6 +17,7 @@ import errno
 import os
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 from ..exceptions import StoreError
@@ -101,6 +102,28 @@ def refused_schema(path: Path, problem: str) -> StoreError:
                       "at another file (it was left as it is)")
 
 
+def _wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put a store in WAL mode, waiting up to ``timeout`` for another process that holds it meanwhile.
+
+    SQLite answers this pragma "database is locked" at once, without its busy handler, while another connection
+    holds a lock: two processes opening a new store together (two ``subagents worker`` s) made one of them fail."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower() == "wal":
+                return
+            busy: sqlite3.Error = sqlite3.OperationalError("database is locked (it stays out of WAL mode)")
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+            busy = e
+        if time.monotonic() + delay > deadline:
+            raise busy
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
 def _migrate(conn: sqlite3.Connection, path: Path) -> int:
     """Migrate the store on ``conn`` forward in one transaction; the version it had."""
     conn.execute("BEGIN IMMEDIATE")
@@ -141,11 +164,15 @@ def open_writer(path: Path, timeout: float, durable: bool) -> tuple[sqlite3.Conn
     except sqlite3.Error as e:
         raise store_error(path, e, "opening it") from None
     try:
-        problem = schema_problem(conn, schema_version(conn))  # (refuses a newer store, a foreign database or
-        if problem is not None:                               # someone else's triggers while it is as it was)
+        conn.execute("BEGIN")  # (one snapshot: another process may be creating the store meanwhile)
+        try:
+            problem = schema_problem(conn, schema_version(conn))  # (refuses a newer store, a foreign database or
+        finally:                                                  # someone else's triggers while it is as it was)
+            conn.execute("ROLLBACK")
+        if problem is not None:
             conn.close()
             raise refused_schema(path, problem)
-        conn.execute("PRAGMA journal_mode=WAL")
+        _wal(conn, timeout)
         conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         for pragma in WRITER_PRAGMAS:
             conn.execute(pragma)
