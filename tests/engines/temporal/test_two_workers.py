@@ -62,7 +62,8 @@ async def test_two_worker_processes_share_one_fan_out(temporal_env: WorkflowEnvi
     try:
         deadline = time.monotonic() + 60
         while await _pollers(temporal_env, target.task_queue) < 2:  # both ready, or one could take it all
-            assert time.monotonic() < deadline, "the two workers never both polled the task queue"
+            assert time.monotonic() < deadline, ("the two workers never both polled the task queue:\n"
+                                                 + log.read_text()[-3000:])
             await asyncio.sleep(0.1)
         result = await asyncio.wait_for(engine.run(f"fanout {N} 0.1", limits=Limits(max_turns=400)), 90)
     finally:
