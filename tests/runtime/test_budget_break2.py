@@ -109,7 +109,7 @@ async def test_a_lead_and_a_teammate_that_keep_mailing_each_other_stop_at_the_le
             return ModelResponse(tool_calls=[call("send_message", {"to": "w", "text": "pong"}, n)], usage=Usage(50, 50))
         return ModelResponse(text="lead waiting", usage=Usage(50, 50))
 
-    async with Runtime(model=FunctionModel(fn), workdir=workdir, store="memory://") as rt:
+    async with Runtime(model=FunctionModel(fn, inline=True), workdir=workdir, store="memory://") as rt:
         r = await w(rt.run("lead", agent="coordinator", limits=Limits(max_turns=4, max_tokens=1000)))
     assert (r.outcome, r.limit) == ("limit", "max_tokens")
     assert 10 <= lead_calls[0] <= 11, lead_calls  # 100 tokens a call: past four turns, stopped by its tokens
