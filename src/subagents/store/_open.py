@@ -111,15 +111,11 @@ def _wal(conn: sqlite3.Connection, timeout: float) -> None:
     delay = 0.002
     while True:
         try:
-            if str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower() == "wal":
-                return
-            busy: sqlite3.Error = sqlite3.OperationalError("database is locked (it stays out of WAL mode)")
+            conn.execute("PRAGMA journal_mode=WAL")  # (a file system without WAL keeps its mode, as before)
+            return
         except sqlite3.OperationalError as e:
-            if "locked" not in str(e) and "busy" not in str(e):
+            if ("locked" not in str(e) and "busy" not in str(e)) or time.monotonic() + delay > deadline:
                 raise
-            busy = e
-        if time.monotonic() + delay > deadline:
-            raise busy
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
 
