@@ -32,13 +32,13 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.exceptions import CancelledError as ActivityCancelled
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from ...runtime.notices import fitted
     from .agent_tools import AGENT_TOOL_NAMES, AgentTools
     from .approvals import Approvals
+    from .ends import CANCELS, Final, Stop, reraise_cancel, result_of
     from .limits import TreeBudget
     from .shapes import (
         WORKFLOW_NAME,
@@ -62,27 +62,9 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_writ
 
 
 @dataclass
-class _Stop:
-    outcome: str
-    limit: str | None = None
-    error: str | None = None
-
-
-@dataclass
-class _Final:
-    text: str
-
-
-@dataclass
 class _Inbox:
     items: list[tuple[str | None, str]] = field(default_factory=list)  # (announcement key or None, text)
     seen: set[str] = field(default_factory=set)
-
-
-def _reraise_cancel(e: ActivityError) -> None:
-    """An activity cancelled because the run is being closed: the run ends as closed, not as failed."""
-    if isinstance(e.cause, ActivityCancelled):
-        raise asyncio.CancelledError() from None
 
 
 def _text(t: str) -> dict[str, Any]:
@@ -199,7 +181,7 @@ class AgentWorkflow:
     # -- the run --------------------------------------------------------------------------------------
     @workflow.run
     async def run(self, job: AgentJob) -> AgentOutcome:
-        closed = _Stop("cancelled", None, "closed before it finished")
+        closed = Stop("cancelled", None, "closed before it finished")
         self.started = workflow.now().timestamp()
         p, cancelled = await self._begin(job)
         self.run_info = p
@@ -212,23 +194,35 @@ class AgentWorkflow:
             self.messages.append({"role": "user", "content": [_text(p.prompt)]})
         self.status = "running"
         assert self.tools is not None
-        decision: _Final | _Stop = closed
+        decision: Final | Stop = closed
         if not cancelled:
             try:
                 if p.queued and not self.turns:  # no slot was free: wait for the root's grant
                     await self.slots.wait_turn(p, self.opts("store"))
                     self.started = workflow.now().timestamp()
                 decision = await self._with_deadline(p)
-            except asyncio.CancelledError:
+            except CANCELS as e:
+                if not is_cancelled_exception(e):
+                    raise
                 decision = closed
                 await self.tools.cancel_children()
-        result = self._result(p, decision, workflow.now().timestamp() - self.started)
+        ending = asyncio.ensure_future(self._end(p, decision, decision is closed))
+        try:  # a close that lands while the end is being recorded must not stop the recording
+            return await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            return await ending
+
+    async def _end(self, p: Prepared, decision: Final | Stop, closed: bool) -> AgentOutcome:
+        """Record the run's end, free its slot, and announce a background run to its parent."""
+        result = result_of(p, decision, turns=self.turns, tool_calls=self.tool_calls, usage=self.usage,
+                           cost=self.cost, last_text=self.last_text,
+                           duration_s=workflow.now().timestamp() - self.started)
         await self.budget.flush()
         fin = WorkflowFinish(p, result, self.messages[self.recorded:], self.recorded, self.acks)
         out: AgentOutcome = await workflow.execute_activity("subagents.finish", fin, result_type=AgentOutcome,
                                                             **self.opts("store"))
         self.status = result["status"]
-        await self.slots.ended(p, decision is closed)
+        await self.slots.ended(p, closed)
         if out.announcement is not None and p.parent_id is not None:
             try:
                 await workflow.get_external_workflow_handle(p.parent_id).signal("announce", out.announcement)
@@ -276,7 +270,9 @@ class AgentWorkflow:
             raise ApplicationError("an agent workflow needs a start or a prepared run", non_retryable=True)
         try:
             return await (self._reopen(job.resume) if job.resume is not None else self._prepare(job)), False
-        except asyncio.CancelledError:  # closed at once: still recorded (and ended) in the store
+        except CANCELS as e:  # closed at once, or while preparing: still recorded (and ended) in the store
+            if not is_cancelled_exception(e):
+                raise
             return await (self._reopen(job.resume) if job.resume is not None else self._prepare(job)), True
 
     async def _reopen(self, r: ResumeStart) -> Prepared:
@@ -298,23 +294,23 @@ class AgentWorkflow:
             retry_policy=RetryPolicy(maximum_attempts=o.max_attempts, non_retryable_error_types=["SpawnError"]))
         return p
 
-    async def _with_deadline(self, p: Prepared) -> _Final | _Stop:
+    async def _with_deadline(self, p: Prepared) -> Final | Stop:
         timeout = p.limits.get("timeout_s")
         if timeout is None:
             return await self._turns(p)
         try:  # the clock stops while a person decides an approval
             return await self.approvals.within(self._turns(p), float(timeout), self.started)
         except TimeoutError:
-            return _Stop("timeout", "timeout_s", f"Exceeded timeout_s={timeout}")
+            return Stop("timeout", "timeout_s", f"Exceeded timeout_s={timeout}")
 
-    async def _turns(self, p: Prepared) -> _Final | _Stop:
+    async def _turns(self, p: Prepared) -> Final | Stop:
         lim = p.limits
         while True:
             if lim.get("max_turns") is not None and self.turns + 1 > lim["max_turns"]:
-                return _Stop("limit", "max_turns", f"Exceeded max_turns={lim['max_turns']} (turns={self.turns + 1})")
+                return Stop("limit", "max_turns", f"Exceeded max_turns={lim['max_turns']} (turns={self.turns + 1})")
             spent = self.budget.exhausted(self.usage, self.cost)
             if spent is not None:  # a sibling or a child spent the shared budget: no call that cannot be paid for
-                return _Stop("limit", spent[0], spent[1])
+                return Stop("limit", spent[0], spent[1])
             await self._continue_if_long(p)
             self.turns += 1
             self.turns_here += 1
@@ -323,10 +319,10 @@ class AgentWorkflow:
                 reply = await workflow.execute_activity("subagents.call_model", call, result_type=ModelReply,
                                                         **self.opts("model"))
             except ActivityError as e:
-                _reraise_cancel(e)
-                return _Stop("error", None, f"the model call failed after retries: {e.cause or e}")
+                reraise_cancel(e)
+                return Stop("error", None, f"the model call failed after retries: {e.cause or e}")
             if reply.error is not None or reply.message is None:
-                return _Stop("error", None, reply.error or "the model returned nothing")
+                return Stop("error", None, reply.error or "the model returned nothing")
             self.acks = []
             self.messages.append(reply.message)
             self.recorded = len(self.messages)
@@ -338,11 +334,11 @@ class AgentWorkflow:
                 if self.inbox.items:
                     self.messages.append({"role": "user", "content": self.drain()})
                     continue
-                return _Final(reply.text)
+                return Final(reply.text)
             results = await self._run_tools(p, calls)
             self.messages.append({"role": "user", "content": results + self.drain()})
 
-    def _account(self, reply: ModelReply, lim: dict[str, Any]) -> _Stop | None:
+    def _account(self, reply: ModelReply, lim: dict[str, Any]) -> Stop | None:
         if reply.text:
             self.last_text = reply.text
         for k in _USAGE_KEYS:
@@ -354,7 +350,7 @@ class AgentWorkflow:
         self.budget.report(reply.usage, reply.cost_usd)  # charged to the ancestors too
         over = self.budget.check(self.usage, self.cost)
         self._tell_children()
-        return None if over is None else _Stop("limit", over[0], over[1])
+        return None if over is None else Stop("limit", over[0], over[1])
 
     async def _run_tools(self, p: Prepared, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -379,20 +375,9 @@ class AgentWorkflow:
                 r = await self.approvals.call_tool(p, call["id"], name, args)
                 content, is_error = r.content, r.is_error
             except ActivityError as e:
-                _reraise_cancel(e)
+                reraise_cancel(e)
                 content, is_error = f"tool {name!r} failed after retries: {e.cause or e}", True
         block: dict[str, Any] = {"kind": "tool_result", "tool_use_id": call["id"], "content": content}
         if is_error:
             block["is_error"] = True
         return block
-
-    def _result(self, p: Prepared, d: _Final | _Stop, duration_s: float) -> dict[str, Any]:
-        if isinstance(d, _Final):
-            outcome, limit, error, text, truncated = "ok", None, None, d.text, False
-        else:
-            outcome, limit, error, text, truncated = d.outcome, d.limit, d.error, self.last_text, True
-        status = {"ok": "completed", "cancelled": "shutdown"}.get(outcome, "errored")
-        return {"id": p.run_id, "nickname": p.nickname, "agent": p.agent_type, "status": status, "outcome": outcome,
-                "text": text, "truncated": truncated, "limit": limit, "turns": self.turns, "usage": dict(self.usage),
-                "cost_usd": self.cost, "duration_s": duration_s, "error": error, "tool_calls": self.tool_calls,
-                "parent_id": p.parent_id, "depth": p.depth}
