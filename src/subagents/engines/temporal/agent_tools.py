@@ -184,10 +184,8 @@ class AgentTools:
             WORKFLOW_NAME, AgentJob(prepared=child), id=child.run_id, result_type=AgentOutcome,
             parent_close_policy=(workflow.ParentClosePolicy.ABANDON if child.background
                                  else workflow.ParentClosePolicy.REQUEST_CANCEL)))
-        try:
-            handle = await asyncio.shield(start)
-        except asyncio.CancelledError:
-            handle, closing = await start, True
+        handle, late = await _shielded(start)
+        closing = closing or late
         c = self.children[child.run_id] = _Child(
             ChildState(child.run_id, child.nickname, child.agent_type, child.background), handle)
         self.wf.slots.named(seat, child)
@@ -217,12 +215,14 @@ class AgentTools:
                              "or wait for it")
         self.wf.withdraw(c.key)  # its last result is with you (or will be, with this tool's answer)
         job = AgentJob(resume=ResumeStart(c.s.run_id, message, {}, self.run.options))
-        handle = await workflow.start_child_workflow(
+        handle, closing = await _shielded(asyncio.ensure_future(workflow.start_child_workflow(
             WORKFLOW_NAME, job, id=c.s.run_id, result_type=AgentOutcome,
             parent_close_policy=(workflow.ParentClosePolicy.ABANDON if c.s.background
-                                 else workflow.ParentClosePolicy.REQUEST_CANCEL))
+                                 else workflow.ParentClosePolicy.REQUEST_CANCEL))))
         c = self.children[c.s.run_id] = _Child(
             ChildState(c.s.run_id, c.s.nickname, c.s.agent_type, c.s.background, runs=c.s.runs + 1), handle)
+        if closing:  # closed while it started: it is a child now, so the closing ends it too
+            raise asyncio.CancelledError()
         if c.s.background:
             return json.dumps({"agent_id": c.s.run_id, "nickname": c.s.nickname, "status": "running",
                                "note": "resumed in the background; its result will be announced"}), False
@@ -313,3 +313,11 @@ class AgentTools:
 
 class _ToolError(Exception):
     """Bad arguments to an agent tool: its message goes back to the model as a tool error."""
+
+
+async def _shielded(start: asyncio.Future[Any]) -> tuple[Any, bool]:
+    """A child workflow's start that a close does not interrupt: (its handle, whether the run is being closed)."""
+    try:
+        return await asyncio.shield(start), False
+    except asyncio.CancelledError:
+        return await start, True
