@@ -5,6 +5,7 @@ loader, hangs it, or leaves its agent more authority than its author wrote."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -313,5 +314,30 @@ def test_a_control_character_in_a_plain_value_skips_the_file(tmp_path: Path, tex
     write(a / "fs.md", f"---\nname: fs\n{text}\n---\nb\n")
     names, warnings = load(tmp_path)
     assert "fs" not in names
-    assert warnings == [f"skipped agent definition {a / 'fs.md'}: invalid YAML front matter: line 3: unacceptable "
-                        f"character {char}: special characters are not allowed"]
+    (warning,) = warnings  # PyYAML's reader says "special", libyaml's "control"
+    assert re.fullmatch(re.escape(f"skipped agent definition {a / 'fs.md'}: invalid YAML front matter: line 3: "
+                                  f"unacceptable character {char}: ") + "(special|control) characters are not allowed",
+                        warning), warning
+
+
+@pytest.mark.parametrize("libyaml", [True, False])
+def test_both_yaml_loaders_read_and_refuse_the_same(monkeypatch: pytest.MonkeyPatch, libyaml: bool) -> None:
+    """libyaml's loader is used when PyYAML has it (as its wheels do); without it PyYAML's own loader reads the
+    same keys and refuses nesting as clearly (its ``RecursionError`` and libyaml's depth limit: one message)."""
+    import yaml
+
+    from subagents.definitions.frontmatter import FrontMatterError, load_front_matter
+
+    if libyaml:
+        assert getattr(yaml, "CSafeLoader", None) is not None, "PyYAML without libyaml: install its wheel"
+    else:
+        monkeypatch.delattr(yaml, "CSafeLoader")
+    lines: dict[str, int] = {}
+    meta, lenient = load_front_matter("name: a\n# c\ntools: [Read, Grep]\nmax_turns: 3", lines=lines)
+    assert (meta, lenient, lines) == ({"name": "a", "tools": ["Read", "Grep"], "max_turns": 3}, [],
+                                      {"name": 1, "tools": 3, "max_turns": 4})
+    assert load_front_matter("description: Use when: x\ntools: [Read]")[1] == [1]
+    for text, where in (("color: " + "[" * 3000 + "]" * 3000, ""),
+                        ("description: a: b\ncolor: " + "{a: " * 3000 + "}" * 3000, " (line 2)")):
+        with pytest.raises(FrontMatterError, match=re.escape(f"the front matter is nested too deeply to read{where}")):
+            load_front_matter(text)

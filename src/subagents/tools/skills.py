@@ -102,8 +102,10 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
         raise ValueError(f"its front matter has more than {MAX_BRACKETS} '[' and '{{' (YAML flow collections)")
     import yaml
 
+    from ..definitions.frontmatter import safe_load
+
     try:
-        meta = yaml.safe_load(block)
+        meta = safe_load(block)
     except yaml.YAMLError:  # e.g. an unquoted ': ' in the description: read the two keys line by line
         meta = {m.group(1): m.group(2).strip() for m in map(_KEY.match, block.splitlines()) if m}
     except RecursionError:  # nested too deep for PyYAML, which recurses per level
