@@ -24,6 +24,7 @@ from typing import Any
 
 from ..exceptions import DefinitionError
 from . import values
+from .entrypoints import entry_points as _entry_points
 from .frontmatter import FrontMatterError, load_front_matter
 from .model import MODEL_ALIASES, AgentDefinition
 
@@ -261,12 +262,6 @@ def _log_warning(message: str) -> None:
     import logging  # lazy: logging costs ~10 ms of import time and is only needed here
 
     logging.getLogger("subagents.definitions").warning("%s", message)
-
-
-def _entry_points(group: str) -> list[Any]:
-    from importlib import metadata  # lazy: ~20 ms of import time
-
-    return list(metadata.entry_points(group=group))
 
 
 def _load_extensions(out: DefinitionSet) -> None:
