@@ -144,7 +144,7 @@ async def test_without_perl_commands_still_run_tagged(tmp_path: Path, monkeypatc
 def test_this_machine_has_the_reaper() -> None:
     # The tests above must not pass by accident on a machine without it (they would test the fallback).
     assert supervisor.perl() is not None
-    assert supervisor.supervisor_argv(["true"], env={}, command_only=[], scope=False) is not None
+    assert supervisor.supervisor_argv(["true"], env={}, command_only=[], landlock=False) is not None
 
 
 @pytest.mark.parametrize("network", [False, True])

@@ -225,7 +225,7 @@ class ShellSandbox:
             state.tag = secrets.token_hex(8)
             env[TAG_VAR] = state.tag
         if backend in ("off", "landlock"):  # no PID namespace: a reaper makes sure nothing outlives the command
-            argv = self._supervised(argv, env, kwargs["cwd"], scope=backend == "landlock")
+            argv = self._supervised(argv, env, kwargs["cwd"], landlock=backend == "landlock")
         if backend == "off":
             return await asyncio.create_subprocess_exec(*argv, **kwargs)
         if backend == "bwrap":
@@ -259,7 +259,7 @@ class ShellSandbox:
             ruleset.close()
 
     @staticmethod
-    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, *, scope: bool) -> list[str]:
+    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, *, landlock: bool) -> list[str]:
         """``argv`` under the :mod:`.supervisor` (when it can run here); a missing program raises as it did."""
         program = argv[0]
         found = (os.path.join(cwd, program) if "/" in program else shutil.which(program, path=env.get("PATH")))
@@ -267,11 +267,7 @@ class ShellSandbox:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
         if not os.access(found, os.X_OK):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
-        if scope:
-            from .landlock import abi_version
-
-            scope = abi_version() >= 6
-        return supervisor_argv(argv, env=env, command_only=[TAG_VAR], scope=scope) or argv
+        return supervisor_argv(argv, env=env, command_only=[TAG_VAR], landlock=landlock) or argv
 
     def _hidden(self) -> list[Path]:
         """The hidden paths as a command reaches them (:func:`.home.reachable`: the grant or mask lands on each)."""

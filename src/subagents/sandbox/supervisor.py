@@ -19,6 +19,8 @@ cost ~20 ms per command):
   and under Landlock (ABI ≥ 6) enters a nested domain that scopes signals: it cannot signal the reaper or
   the leader (``kill -9 $PPID`` fails), nor ``ptrace`` them, and a seccomp filter keeps it from setting
   their resource limits (``prlimit --pid $PPID --cpu=0`` would end the reaper as surely as a signal).
+  Under Landlock before ABI 6 it gets a seccomp filter instead whose signal calls its **handler** (``H``, a
+  fork of it made before it runs the command; :mod:`.signals`) decides on: only its own processes.
 
 When the command ends, what is left of its process group gets ``SIGTERM`` (unless that is what ended
 the command: the runtime sent it to the group) and up to a second to end, as the runtime's own kill gives
@@ -29,10 +31,9 @@ is set in the command's environment only, so the runtime's tag sweep (a second l
 reaper in the middle of its work.  Perl's own variables (``PERL5OPT``, ``PERL_UNICODE``...) move to the
 command's environment too: the supervisor runs without them.
 
-Limits: in ``mode = "off"`` and under Landlock before ABI 6 (Linux < 6.12), a command can kill the
-reaper first, then detach; the tag sweep remains for those.  Supported where ``prctl``'s number is
-known (x86-64, aarch64, riscv64) and ``perl`` is installed; :func:`supervisor_argv` returns ``None``
-elsewhere.
+Limits: in ``mode = "off"`` a command can kill the reaper first, then detach; the tag sweep remains for that.
+Supported where ``prctl``'s number is known (x86-64, aarch64, riscv64) and ``perl`` is installed;
+:func:`supervisor_argv` returns ``None`` elsewhere.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ import struct
 from collections.abc import Sequence
 from functools import cache
 
+from .signals import SECCOMP_NR, fcntl_calls, signal_filter
+
 __all__ = ["REAPER_SCRIPT", "no_prlimit_filter", "perl", "supervisor_argv"]
 
 _X86 = ((0xC000003E, 302), (0xC000003E, 0x40000000 | 302), (0x40000003, 340))
@@ -57,7 +60,7 @@ _MACHINES = {"x86_64": (157, _X86), "amd64": (157, _X86), "aarch64": (167, _ARM)
 there (x86-64: native, x32, i386; aarch64: native, 32-bit ARM; riscv64: native, rv32)."""
 
 REAPER_SCRIPT = r"""
-my ($nr, $usr2, $scope, $runtime) = splice(@ARGV, 0, 4); $0 = 'subagents: command';
+my ($nr, $usr2, $scope, $runtime, $signals, $seccomp, $fcntl) = splice(@ARGV, 0, 7); $0 = 'subagents: command';
 my @edits; while (@ARGV && $ARGV[0] ne '--') { push @edits, shift @ARGV } shift @ARGV;
 my ($leader, $group, $main, $status) = ($$, getpgrp(), 0, undef);
 sub up { my $s = shift; if ($s & 127) { $SIG{$_} = 'DEFAULT' for keys %SIG; syscall($nr + 0, 4, 0, 0, 0, 0);
@@ -83,12 +86,28 @@ sub grace { return if $group != $leader || waitpid(-1, 1) < 0 || !rest();
 sub sweep { my $end = time + 30; while (1) { my @k = kids(); kill('KILL', @k) if @k; my $p;
     while (($p = waitpid(-1, 1)) > 0) { $status = $? if $p == $main && !defined $status }
     return if $p < 0 || time > $end; select(undef, undef, undef, 0.001) unless @k } }
+sub mine { my ($p, $r, $n) = (@_, 0); return 0 if $p == $r; my @s = stat_of($p) or return -1;
+  while ($n++ < 4096) { $p = $s[1]; return 1 if $p == $r; return 0 if $p <= 1; @s = stat_of($p) or return 0 } 0 }
+sub verdict { my ($t, $r) = @_; return 0 if $t == 0 || $t == -$group; return 1 if $t == -1;
+  if ($t > 0) { my $m = mine($t, $r); return $m > 0 ? 0 : $m < 0 ? 3 : 1 }
+  opendir(my $d, '/proc') or return 1; my $any = 0;
+  for (grep { /^\d+$/ } readdir $d) { my @s = stat_of($_); next unless @s && $s[2] == -$t;
+    $any = 1; return 1 if mine($_, $r) <= 0 }
+  return $any ? 0 : 3 }
+sub handle { my ($fd, $cmd, $r) = @_; close STDIN; close STDOUT; close STDERR; $0 = 'subagents: signals';
+  $SIG{$_} = 'IGNORE' for qw(TERM INT HUP USR1 USR2); syscall($nr + 0, 1, 9, 0, 0, 0); exit 0 if getppid() != $cmd;
+  setpgrp(0, 0);
+  open(my $l, '+<&=', $fd) or exit 0; my %fc = map { $_ => 1 } split(/,/, $fcntl);
+  while (1) { my $n = "\0" x 256; unless (ioctl($l, 0xC0502100, $n)) { next if $! == 4 || $! == 2; exit 0 }
+    my ($id, $call, $arch, $a0, $a2) = unpack('Q x8 l L x8 l x12 l', $n);
+    my $e = verdict($fc{"$arch/$call"} ? $a2 : $a0, $r);
+    my $a = pack('Q q l L', $id, 0, -$e, $e ? 0 : 1) . ("\0" x 232); ioctl($l, 0xC0182101, $a) } }
 setpgrp(0, 0); $0 = 'subagents: reaper'; $SIG{$_} = sub {} for qw(TERM INT HUP);
 my $reaping = syscall($nr + 0, 36, 1, 0, 0, 0) == 0;
 $SIG{USR2} = sub { sweep(); exit 137 };
 syscall($nr + 0, 1, $usr2 + 0, 0, 0, 0);
 if (getppid() != $leader) { exit 137 }
-$main = fork(); defined $main or die "subagents: cannot start the command: fork: $!\n";
+my $reaper = $$; $main = fork(); defined $main or die "subagents: cannot start the command: fork: $!\n";
 if ($main == 0) { $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2); setpgrp(0, $group) or exit 137;
   kill('USR1', $leader);
   for (@edits) { if (/^([^=]+)=(.*)$/s) { $ENV{$1} = $2 } else { delete $ENV{$_} } }
@@ -96,14 +115,20 @@ if ($main == 0) { $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2); setpgrp(0
     my $prog = pack('S x![P] P', length($f) / 8, $f);
     if ($fd < 0 || syscall(446, $fd, 0) != 0 || syscall($nr + 0, 22, 2, $prog, 0, 0) != 0) {
       print STDERR "subagents: cannot confine the command: $!\n"; exit 126 } }
+  if ($signals) { my $f = pack('H*', $signals); my ($cmd, $prog) = ($$, pack('S x![P] P', length($f) / 8, $f));
+    my $fd = syscall($seccomp + 0, 1, 8, $prog); my $h = $fd < 0 ? undef : fork();
+    if (!defined $h) { print STDERR "subagents: cannot confine the command's signals: $!\n"; exit 126 }
+    handle($fd, $cmd, $reaper) unless $h }
   exec { $ARGV[0] } @ARGV; print STDERR "$ARGV[0]: $!\n"; exit 127 }
 close STDIN; close STDOUT; close STDERR;
 until (defined $status) { my $p = waitpid(-1, 0); if ($p == $main) { $status = $? } elsif ($p < 0) { last } }
 if ($reaping) { grace(); sweep() } up($status // 0);
 """
 """The supervisor (see the module docstring).  Arguments: ``prctl``'s number, ``SIGUSR2``'s, ``0`` or the
-seccomp filter (hex) that the command gets with Landlock's signal scope, the runtime's PID, environment edits
-for the command (``NAME=VALUE`` sets, ``NAME`` removes), ``--``, the command."""
+seccomp filter (hex) that the command gets with Landlock's signal scope, the runtime's PID, ``0`` or the seccomp
+filter (hex) whose signal calls the supervisor's handler decides on (:mod:`.signals`), ``seccomp``'s number, the
+``fcntl`` calls (:func:`.signals.fcntl_calls`), environment edits for the command (``NAME=VALUE`` sets, ``NAME``
+removes), ``--``, the command."""
 
 
 @cache
@@ -115,25 +140,34 @@ def perl() -> str | None:
     return shutil.which("perl")
 
 
-def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: Sequence[str], scope: bool
+def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: Sequence[str], landlock: bool
                     ) -> list[str] | None:
     """``argv`` wrapped in the supervisor, or ``None`` where it cannot run (no ``perl``, an unknown machine).
 
     ``env`` is the environment to start it with, changed here: the variables named in ``command_only`` (the tag)
-    move to the command's own environment.  ``scope``: the command enters a Landlock domain of its own that
-    scopes signals (ABI ≥ 6 only).
+    move to the command's own environment.  ``landlock``: the command runs under Landlock; with ABI ≥ 6 it
+    enters a Landlock domain of its own that scopes signals, before that its signals are decided on by the
+    supervisor (:mod:`.signals`).
     """
     machine, binary = _MACHINES.get(platform.machine().lower()), perl()
     if machine is None or binary is None or not os.path.isdir("/proc/self"):
         return None
+    if landlock:
+        from .landlock import abi_version
+
+        scope = abi_version() >= 6
+    else:
+        scope = False
     # Perl's own settings (PERL5OPT, PERL_UNICODE...) are the command's: the supervisor runs without them
     names = [k for k in command_only if k in env] + [k for k in env if k.startswith("PERL") and k not in command_only]
     edits = [f"{k}={env.pop(k)}" for k in names]
     if "PERL_BADLANG" not in names:
         edits.append("PERL_BADLANG")
     env["PERL_BADLANG"] = "0"  # no "Setting locale failed" from Perl on every command
+    signals = (signal_filter() if landlock and not scope else None) or "0"
     return [binary, "-e", REAPER_SCRIPT, str(machine[0]), str(int(signal.SIGUSR2)),
-            _no_prlimit(machine[1]) if scope else "0", str(os.getpid()), *edits, "--", *argv]
+            _no_prlimit(machine[1]) if scope else "0", str(os.getpid()), signals,
+            str(SECCOMP_NR.get(platform.machine().lower(), 0)), fcntl_calls() or "-", *edits, "--", *argv]
 
 
 def no_prlimit_filter() -> bytes | None:

@@ -1,0 +1,210 @@
+"""A Landlock command on a kernel without Landlock's signal scope (ABI < 6, Linux < 6.12, as most distributions
+ship today) could signal every process of the user: the runtime (``kill -9 -1``, ``pkill python``), its reaper
+(``kill -9 $PPID``, then escape), the user's other programs.  Now its signal calls are decided on by a handler of
+the supervisor's (``sandbox/signals.py``): only its own processes.  Here the kernel's ABI is taken as 5 (the outer
+Landlock domain is then made without the scope too), and every attack signals with ``0`` or a caught ``USR1`` —
+never a signal that would hurt the test process should the defence fail."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import struct
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from procutil import SANDBOX_PYTHON
+from subagents.sandbox import landlock, supervisor
+from subagents.sandbox.signals import _ABIS, fcntl_calls, signal_filter
+from subagents.tools.base import ToolContext
+
+from .attacks import OneBackend, eventually, marked, marker, run
+from .test_supervisor import ESCAPES, WAIT, _Reaped
+
+linux_with_perl = pytest.mark.skipif(not sys.platform.startswith("linux") or supervisor.perl() is None,
+                                     reason="the supervisor runs on Linux, with perl")
+
+
+@contextlib.contextmanager
+def _swept(mark: str) -> Iterator[None]:
+    """Whatever happens in the block, no process of ``mark`` is left (the defence may fail)."""
+    try:
+        yield
+    finally:
+        for pid in marked(mark):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _rcs(out: str) -> dict[str, str]:
+    """The ``name=value`` lines of a command's output."""
+    return dict(line.split("=", 1) for line in out.splitlines() if re.fullmatch(r"[a-z_0-9]+=\S*", line))
+
+
+# -- the filter, run by a small BPF interpreter -------------------------------------------------------------------
+ALLOW, NOTIFY, ENOSYS, EPERM = 0x7FFF0000, 0x7FC00000, 0x00050026, 0x00050001
+
+
+def _verdict(hexprog: str, arch: int, nr: int, arg1: int = 0) -> int:
+    insns = [struct.unpack("<HBBI", bytes.fromhex(hexprog[i:i + 16])) for i in range(0, len(hexprog), 16)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:
+            acc = {4: arch, 0: nr, 24: arg1}[k]
+        elif code == 0x15:
+            pc += jt if acc == k else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected instruction {code:#x}")
+        pc += 1
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64", "riscv64"])
+def test_the_filter_sends_signal_calls_to_the_handler_and_refuses_what_it_cannot_check(machine: str) -> None:
+    prog = signal_filter(machine)
+    assert prog is not None
+    abis = _ABIS[machine]
+    for abi in abis:
+        for nr in abi.signals:
+            assert _verdict(prog, abi.arch, nr) == NOTIFY, (abi, nr)
+        for nr in abi.pidfd:
+            assert _verdict(prog, abi.arch, nr) == ENOSYS, (abi, nr)
+        for nr in abi.fcntl:  # F_SETOWN: to the handler; F_SETOWN_EX: refused; F_GETFL, F_SETFL, F_SETSIG: allowed
+            assert [_verdict(prog, abi.arch, nr, cmd) for cmd in (8, 15, 3, 4, 10)] == [NOTIFY, EPERM] + [ALLOW] * 3
+        for nr in abi.ioctl:  # FIOSETOWN, SIOCSPGRP: refused; TCGETS, FIONBIO: allowed
+            assert [_verdict(prog, abi.arch, nr, req) for req in (0x8901, 0x8902, 0x5401, 0x5421)] == [EPERM] * 2 + [
+                ALLOW] * 2
+        listed = {*abi.signals, *abi.pidfd, *abi.fcntl, *abi.ioctl}
+        for nr in (0, 1, 59, 221, 435, 0x40000000 | 1):  # read, write, execve...: allowed
+            if nr not in listed:
+                assert _verdict(prog, abi.arch, nr, 8) == ALLOW, (abi, nr)
+    assert _verdict(prog, 0x12345678, 62) == ALLOW  # no such ABI here
+    assert len({abi.arch for abi in abis}) == len(abis)
+    assert fcntl_calls(machine).count("/") == sum(len(abi.fcntl) for abi in abis)
+    assert signal_filter("sparc64") is None
+
+
+@linux_with_perl
+class TestOldKernelReaper(_Reaped):
+    """The reaper's escapes, with the signal handler in place of Landlock's scope."""
+
+    mode = "landlock"
+
+    @pytest.fixture(autouse=True)
+    def abi_5(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(landlock, "abi_version", lambda: 5)
+
+    async def test_the_command_cannot_signal_the_runtime_or_its_reaper(self, ctx: ToolContext) -> None:
+        got: list[int] = []
+        old = signal.signal(signal.SIGUSR1, lambda s, frame: got.append(s))
+        try:
+            me, group = os.getpid(), os.getpgrp()
+            out = await run(ctx, f"kill -0 {me}; echo runtime=$?; kill -USR1 {me}; echo usr1=$?; "
+                                 f"kill -0 -- -{group}; echo its_group=$?; kill -0 -1; echo all=$?; "
+                                 "kill -0 $PPID; echo reaper=$?; kill -0 $(ps -o ppid= -p $PPID); echo leader=$?; "
+                                 "pkill -0 -f '^subagents: (reaper|command)'; echo pkill=$?; "
+                                 f"{SANDBOX_PYTHON} -c 'import os; os.kill({me}, 0)' 2>&1 | tail -n 1")
+            await asyncio.sleep(0.1)
+        finally:
+            signal.signal(signal.SIGUSR1, old)
+        assert _rcs(out) == {"runtime": "1", "usr1": "1", "its_group": "1", "all": "1", "reaper": "1", "leader": "1",
+                             "pkill": "1"}, out
+        assert out.count("Operation not permitted") == 9, out  # six kills, pkill's two, Python's
+        assert "PermissionError: [Errno 1] Operation not permitted" in out, out
+        assert not got, "the command's SIGUSR1 reached the runtime"
+
+    async def test_the_command_cannot_kill_its_reaper_then_escape(self, ctx: ToolContext) -> None:
+        mark = marker()
+        with _swept(mark):
+            out = await run(ctx, "kill -9 $PPID; echo kill=$?; kill -STOP $PPID; echo stop=$?; "
+                                 + ESCAPES["env-i-double-fork"].format(mark=mark) + WAIT.format(mark=mark))
+            assert _rcs(out) == {"kill": "1", "stop": "1"}, out
+            assert "started" in out, out
+            await eventually(lambda: not marked(mark), timeout=3.0)
+
+    async def test_the_command_still_signals_its_own_processes(self, ctx: ToolContext) -> None:
+        mark = marker()
+        with _swept(mark):
+            out = await run(ctx, "kill -0 $$; echo self=$?; kill -0 0; echo group=$?; "
+                                 "sleep 30 & p=$!; kill $p; wait $p; echo child=$?; f=${TMPDIR:-/tmp}/gone.pid; "
+                                 f"setsid sh -c \"echo \\$\\$ > $f; exec sleep {mark}\" & "
+                                 "until [ -s $f ]; do sleep 0.01; done; g=$(cat $f); "
+                                 "kill -0 -- -$g; echo its_group=$?; kill -9 $g; echo detached=$?; "
+                                 "kill -0 999999; echo none=$?; "
+                                 f"{SANDBOX_PYTHON} -c 'import signal; signal.signal(signal.SIGUSR1, lambda *a: "
+                                 "print(\"raised=0\")); signal.raise_signal(signal.SIGUSR1)'")
+            assert _rcs(out) == {"self": "0", "group": "0", "child": "143", "its_group": "0", "detached": "0",
+                                 "none": "1", "raised": "0"}, out
+            assert "No such process" in out, out
+            await eventually(lambda: not marked(mark), timeout=3.0)
+
+    async def test_the_runtime_cannot_be_made_the_owner_of_a_file(self, ctx: ToolContext) -> None:
+        # The owner of a file gets SIGIO (or, with F_SETSIG, any signal) when I/O is possible on it.
+        got: list[int] = []
+        old = signal.signal(signal.SIGUSR1, lambda s, frame: got.append(s))
+        me = os.getpid()
+        try:
+            out = await run(ctx, f"{SANDBOX_PYTHON} -c 'import fcntl, os, signal, socket, struct, time\n"
+                                 "seen = []\nsignal.signal(signal.SIGUSR1, lambda *a: seen.append(1))\n"
+                                 "def owner(name, pid, call):\n"
+                                 "    r, w = os.pipe()\n"
+                                 "    try: call(r, pid)\n"
+                                 "    except OSError as e: print(f\"{name}={e.errno}\"); return\n"
+                                 "    fcntl.fcntl(r, 10, signal.SIGUSR1); fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC)\n"
+                                 "    os.write(w, b\"x\"); time.sleep(0.05); print(f\"{name}=0/{len(seen)}\")\n"
+                                 "setown = lambda fd, pid: fcntl.fcntl(fd, fcntl.F_SETOWN, pid)\n"
+                                 "setown_ex = lambda fd, pid: fcntl.fcntl(fd, 15, struct.pack(\"ii\", 1, pid))\n"
+                                 f"owner(\"runtime\", {me}, setown)\n"
+                                 f"owner(\"runtime_group\", -{os.getpgrp()}, setown)\n"
+                                 f"owner(\"runtime_ex\", {me}, setown_ex)\n"
+                                 "owner(\"itself\", os.getpid(), setown)\n"
+                                 "s, _ = socket.socketpair()\n"
+                                 "try: fcntl.ioctl(s, 0x8902, struct.pack(\"i\", os.getpid()))\n"
+                                 "except OSError as e: print(f\"siocspgrp={e.errno}\")\n'")
+            await asyncio.sleep(0.1)
+        finally:
+            signal.signal(signal.SIGUSR1, old)
+        assert _rcs(out) == {"runtime": "1", "runtime_group": "1", "runtime_ex": "1", "itself": "0/1",
+                             "siocspgrp": "1"}, out
+        assert not got, "the command made the runtime the owner of a file and signalled it"
+
+    async def test_a_pidfd_names_no_process_to_signal(self, ctx: ToolContext) -> None:
+        out = await run(ctx, f"{SANDBOX_PYTHON} -c 'import os, signal\n"
+                             f"fd = os.open(\"/proc/{os.getpid()}\", os.O_RDONLY | os.O_DIRECTORY)\n"
+                             "for f in (fd, os.pidfd_open(os.getpid())):\n"
+                             "    try: signal.pidfd_send_signal(f, 0)\n"
+                             "    except OSError as e: print(e.errno)\n'")
+        assert out.splitlines()[:2] == ["38", "38"], out  # ENOSYS: programs fall back to kill()
+
+    async def test_killing_the_handler_fails_closed(self, ctx: ToolContext) -> None:
+        # The handler is the command's own process (it may end it); the filter then refuses every signal call.
+        mark = marker()
+        with _swept(mark):
+            out = await run(ctx, "pkill -9 -f '^subagents: signals'; echo killed=$?; sleep 0.1; "
+                                 f"kill -0 {os.getpid()}; echo runtime=$?; kill -9 $PPID; echo reaper=$?; "
+                                 + ESCAPES["env-i-setsid"].format(mark=mark) + WAIT.format(mark=mark))
+            assert _rcs(out) == {"killed": "0", "runtime": "1", "reaper": "1"}, out
+            assert out.count("Function not implemented") == 2, out
+            assert "started" in out, out
+            await eventually(lambda: not marked(mark), timeout=3.0)
+
+
+@linux_with_perl
+class TestCurrentKernel(OneBackend):
+    """With Landlock's own signal scope (ABI >= 6) no handler is started."""
+
+    mode = "landlock"
+
+    async def test_no_handler_with_the_scope(self, ctx: ToolContext, ws: Path) -> None:
+        if landlock.abi_version() < 6:
+            pytest.fail("this kernel has no Landlock signal scope (ABI < 6): the test needs Linux 6.12+")
+        out = await run(ctx, "pgrep -f '^subagents: signals' || echo none")
+        assert out.splitlines()[0] == "none", out
