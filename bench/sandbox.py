@@ -9,7 +9,9 @@ Measures, interleaved in one process so that drift hits every row alike:
 - ``plain``: the ``bash`` tool with ``[sandbox] mode = "off"`` and no reaper (``/bin/bash -c true``, pipe,
   reap): an unconfined, unsupervised command, the base of the added costs;
 - ``off``: the same with the reaper commands without a PID namespace run under (``sandbox/supervisor.py``);
-- ``bwrap`` / ``landlock``: the same call through each sandbox backend (Landlock with the reaper).
+- ``bwrap`` / ``landlock``: the same call through each sandbox backend (Landlock with the reaper);
+- ``landlock<6``: Landlock as on a kernel before 6.12 (its ABI taken as 5): no signal scope, the command's signals
+  decided on by the supervisor's handler instead (``sandbox/signals.py``).
 
 Prints ONE JSON line (median, mean, p10, p90 in µs per row, and the added cost of ``off`` — the reaper —
 and of each backend over ``plain``); a readable summary goes to stderr.
@@ -32,19 +34,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import summ_us
 
 from subagents.models.base import AgentInfo
-from subagents.sandbox import SandboxPolicy, Workspace
+from subagents.sandbox import SandboxPolicy, Workspace, landlock
 from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
 from subagents.tools.shell import bash
 
-MODES = ("plain", "off", "bwrap", "landlock")
+MODES = ("plain", "off", "bwrap", "landlock", "landlock<6")
 
 
 class _Unsupervised(ShellSandbox):
     """``mode = "off"`` without the reaper: the unconfined command alone, the base every cost is added to."""
 
     @staticmethod
-    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, *, scope: bool) -> list[str]:
+    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, *, landlock: bool) -> list[str]:
         return argv
 
 
@@ -55,7 +57,7 @@ async def main(n: int, warmup: int) -> dict[str, Any]:
             (root / name).mkdir()
         ctxs = {}
         for mode in MODES:
-            ws = Workspace(root, SandboxPolicy(mode="off" if mode == "plain" else mode))
+            ws = Workspace(root, SandboxPolicy(mode={"plain": "off", "landlock<6": "landlock"}.get(mode, mode)))
             box = (_Unsupervised if mode == "plain" else ShellSandbox)(ws)
             if box.backend != ws.policy.mode:
                 raise SystemExit(f"backend {mode} is not available here: {box.unavailable()}")
@@ -65,8 +67,15 @@ async def main(n: int, warmup: int) -> dict[str, Any]:
             proc = await asyncio.create_subprocess_exec("/bin/true")
             await proc.wait()
 
+        real_abi = landlock.abi_version
+
         async def tool(mode: str) -> None:
-            out = await bash.call({"command": "true"}, ctxs[mode])
+            if mode == "landlock<6":
+                landlock.abi_version = lambda: 5  # type: ignore[assignment]
+            try:
+                out = await bash.call({"command": "true"}, ctxs[mode])
+            finally:
+                landlock.abi_version = real_abi
             assert out == "(no output)\nexit code 0", out
 
         samples: dict[str, list[float]] = {"floor": [], **{m: [] for m in MODES}}
@@ -80,7 +89,7 @@ async def main(n: int, warmup: int) -> dict[str, Any]:
                     samples[name].append(dt)
     rows = {name: summ_us(xs) for name, xs in samples.items()}
     added = {m: {"median_us": rows[m]["median_us"] - rows["plain"]["median_us"],
-                 "mean_us": rows[m]["mean_us"] - rows["plain"]["mean_us"]} for m in ("off", "bwrap", "landlock")}
+                 "mean_us": rows[m]["mean_us"] - rows["plain"]["mean_us"]} for m in MODES[1:]}
     return {"bench": "sandbox", "n": n, "rows": rows, "added_over_plain": added,
             "stdev_us": {name: statistics.stdev([x * 1e6 for x in xs]) for name, xs in samples.items()}}
 
@@ -92,9 +101,9 @@ if __name__ == "__main__":
     a = ap.parse_args()
     result = asyncio.run(main(a.n, a.warmup))
     for name, r in result["rows"].items():
-        print(f"{name:>9}: median {r['median_us'] / 1000:6.2f} ms  mean {r['mean_us'] / 1000:6.2f} ms  "
+        print(f"{name:>10}: median {r['median_us'] / 1000:6.2f} ms  mean {r['mean_us'] / 1000:6.2f} ms  "
               f"p90 {r['p90_us'] / 1000:6.2f} ms", file=sys.stderr)
     for name, r in result["added_over_plain"].items():
-        print(f"{name:>9} adds: median {r['median_us'] / 1000:+.2f} ms, mean {r['mean_us'] / 1000:+.2f} ms",
+        print(f"{name:>10} adds: median {r['median_us'] / 1000:+.2f} ms, mean {r['mean_us'] / 1000:+.2f} ms",
               file=sys.stderr)
     print(json.dumps(result))

@@ -18,6 +18,6 @@ def test_sandbox_bench_prints_one_json_line() -> None:
                        capture_output=True, text=True, timeout=120, check=True)
     (line,) = p.stdout.strip().splitlines()
     result = json.loads(line)
-    assert set(result["rows"]) == {"floor", "plain", "off", "bwrap", "landlock"}
+    assert set(result["rows"]) == {"floor", "plain", "off", "bwrap", "landlock", "landlock<6"}
     assert result["rows"]["bwrap"]["n"] == 3
-    assert set(result["added_over_plain"]) == {"off", "bwrap", "landlock"}
+    assert set(result["added_over_plain"]) == {"off", "bwrap", "landlock", "landlock<6"}
