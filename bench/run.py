@@ -204,7 +204,7 @@ def main() -> None:
         for k in ("floor", "default", "rules+hooks"):
             add("subagents", f"auth_{k}_us", r[k]["median_us"])
         r = log("subagents", run_json([PY, str(HERE / "sandbox.py"), "--n", "100" if a.quick else "200"], ROOT))
-        for k in ("plain", "off", "bwrap", "landlock"):
+        for k in ("plain", "off", "bwrap", "landlock", "landlock<6"):
             add("subagents", f"bash_{k}_ms", r["rows"][k]["median_us"] / 1e3)
         add("subagents", "bash_bwrap_added_ms", r["added_over_plain"]["bwrap"]["median_us"] / 1e3)
         progress(f"rep{rep} authority and sandbox measured")
@@ -306,6 +306,7 @@ def render(s: dict[str, dict[str, Any]], peers: list[str], ns: list[int], versio
              ("(7) `bash true`, no sandbox (mode off: the reaper), ms", "bash_off_ms", 2, None),
              ("(7) `bash true`, bubblewrap, ms", "bash_bwrap_ms", 2, None),
              ("(7) `bash true`, Landlock, ms", "bash_landlock_ms", 2, None),
+             ("(7) `bash true`, Landlock before Linux 6.12 (the signal handler), ms", "bash_landlock<6_ms", 2, None),
              ("(7) … bubblewrap's added cost, ms", "bash_bwrap_added_ms", 2, "bash_bwrap_added_ms")]
     py_peer = s.get("peers-python", {}).get("python_ms")
 
