@@ -42,6 +42,24 @@ def _swept(mark: str) -> Iterator[None]:
                 os.kill(pid, signal.SIGKILL)
 
 
+TRACE = """
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+for line in subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines():
+    pid, name = line.split(None, 1)
+    if name.startswith("subagents: "):
+        who = name.split()[1]
+        attached = libc.ptrace(16, int(pid), 0, 0) == 0
+        print(f"{who}=attached" if attached else f"{who}={errno.errorcode[ctypes.get_errno()]}")
+        try:
+            open(f"/proc/{pid}/mem", "rb").close()
+            print(f"{who}_mem=open")
+        except OSError as e:
+            print(f"{who}_mem={errno.errorcode[e.errno]}")
+"""
+"""Attaches to the supervisor's processes (``PTRACE_ATTACH``) and opens their memory; prints what happened."""
+
+
 def _rcs(out: str) -> dict[str, str]:
     """The ``name=value`` lines of a command's output."""
     return dict(line.split("=", 1) for line in out.splitlines() if re.fullmatch(r"[a-z_0-9]+=\S*", line))
@@ -175,6 +193,15 @@ class TestOldKernelReaper(_Reaped):
         assert _rcs(out) == {"runtime": "1", "runtime_group": "1", "runtime_ex": "1", "itself": "0/1",
                              "siocspgrp": "1"}, out
         assert not got, "the command made the runtime the owner of a file and signalled it"
+
+    async def test_the_supervisor_cannot_be_traced(self, ctx: ToolContext, ws: Path) -> None:
+        # Without the nested domain the leader, the reaper and the handler share the command's Landlock domain: it
+        # could attach to them (the handler is even its child) and make the handler allow anything, or the reaper
+        # leave.  They are not dumpable: no ptrace, no /proc/<pid>/mem, for a command without CAP_SYS_PTRACE.
+        (ws / "trace.py").write_text(TRACE)
+        out = await run(ctx, f"{SANDBOX_PYTHON} trace.py")
+        assert _rcs(out) == {"command": "EPERM", "reaper": "EPERM", "signals": "EPERM", "command_mem": "EACCES",
+                             "reaper_mem": "EACCES", "signals_mem": "EACCES"}, out
 
     async def test_a_pidfd_names_no_process_to_signal(self, ctx: ToolContext) -> None:
         out = await run(ctx, f"{SANDBOX_PYTHON} -c 'import os, signal\n"

@@ -22,6 +22,11 @@ cost ~20 ms per command):
   Under Landlock before ABI 6 it gets a seccomp filter instead whose signal calls its **handler** (``H``, a
   fork of it made before it runs the command; :mod:`.signals`) decides on: only its own processes.
 
+The supervisor's processes are not dumpable (``PR_SET_DUMPABLE`` 0; the command's ``exec`` makes it dumpable
+again): a command, which runs without ``CAP_SYS_PTRACE``, cannot ``ptrace`` them nor open their
+``/proc/<pid>/mem`` — which without the nested domain (Landlock before ABI 6) it could have done to make the reaper
+leave or the handler allow anything.
+
 When the command ends, what is left of its process group gets ``SIGTERM`` (unless that is what ended
 the command: the runtime sent it to the group) and up to a second to end, as the runtime's own kill gives
 it (:data:`~.shell.KILL_GRACE_S`).  Then, or as soon as the leader is killed, the reaper SIGKILLs its
@@ -62,6 +67,7 @@ there (x86-64: native, x32, i386; aarch64: native, 32-bit ARM; riscv64: native, 
 REAPER_SCRIPT = r"""
 my ($nr, $usr2, $scope, $runtime, $signals, $seccomp, $fcntl) = splice(@ARGV, 0, 7); $0 = 'subagents: command';
 my @edits; while (@ARGV && $ARGV[0] ne '--') { push @edits, shift @ARGV } shift @ARGV;
+syscall($nr + 0, 4, 0, 0, 0, 0);  # not dumpable (the reaper and the handler too, until the command's exec)
 my ($leader, $group, $main, $status) = ($$, getpgrp(), 0, undef);
 sub up { my $s = shift; if ($s & 127) { $SIG{$_} = 'DEFAULT' for keys %SIG; syscall($nr + 0, 4, 0, 0, 0, 0);
     kill($s & 127, $$); select(undef, undef, undef, 0.05) } exit($s & 127 ? 128 + ($s & 127) : $s >> 8) }
