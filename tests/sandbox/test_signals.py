@@ -199,9 +199,9 @@ class TestOldKernelReaper(_Reaped):
         # could attach to them (the handler is even its child) and make the handler allow anything, or the reaper
         # leave.  They are not dumpable: no ptrace, no /proc/<pid>/mem, for a command without CAP_SYS_PTRACE.
         (ws / "trace.py").write_text(TRACE)
-        out = await run(ctx, f"{SANDBOX_PYTHON} trace.py")
+        out = await run(ctx, f"{SANDBOX_PYTHON} trace.py; echo listener=$(ls -l /proc/$$/fd | grep -c seccomp)")
         assert _rcs(out) == {"command": "EPERM", "reaper": "EPERM", "signals": "EPERM", "command_mem": "EACCES",
-                             "reaper_mem": "EACCES", "signals_mem": "EACCES"}, out
+                             "reaper_mem": "EACCES", "signals_mem": "EACCES", "listener": "0"}, out
 
     async def test_a_pidfd_names_no_process_to_signal(self, ctx: ToolContext) -> None:
         out = await run(ctx, f"{SANDBOX_PYTHON} -c 'import os, signal\n"
