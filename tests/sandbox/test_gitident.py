@@ -67,6 +67,20 @@ def test_only_the_listed_keys_pass_includes_resolved(home: Path) -> None:
     assert "ann@home.example" in elsewhere
 
 
+def test_an_onbranch_identity_follows_a_switch_of_branch(home: Path) -> None:
+    proj = home / "proj"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(proj)], check=True)
+    (home / ".gitconfig").write_text('[user]\n\tname = Ann\n[includeIf "onbranch:work/**"]\n\tpath = work.inc\n')
+    (home / "work.inc").write_text("[user]\n\temail = ann@work.example\n")
+    assert "ann@work.example" not in (gitident.identity_text(proj, home) or "")
+    subprocess.run(["git", "-C", str(proj), "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "1"],
+                   check=True)
+    subprocess.run(["git", "-C", str(proj), "checkout", "-q", "-b", "work/x"], check=True)
+    assert "ann@work.example" in (gitident.identity_text(proj, home) or "")
+    subprocess.run(["git", "-C", str(proj), "checkout", "-q", "main"], check=True)
+    assert "ann@work.example" not in (gitident.identity_text(proj, home) or "")
+
+
 def test_the_text_is_read_again_when_an_included_file_changes(home: Path) -> None:
     (home / ".gitconfig").write_text("[include]\n\tpath = id.inc\n")
     inc = home / "id.inc"

@@ -90,10 +90,12 @@ def _stat(path: str) -> tuple[object, ...]:
 
 
 def _sources(root: Path, home: str, env: Mapping[str, str]) -> tuple[object, ...]:
-    """Where git reads the global configuration from, each file with its size and time: the cache's key."""
+    """Where git reads the global configuration from, each file with its size and time, and the workspace's
+    ``.git/HEAD`` (an ``[includeIf "onbranch:..."]`` follows a switch of branch): the cache's key."""
     xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     named = env.get("GIT_CONFIG_GLOBAL")
     files = [named] if named else [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config")]
+    files.append(os.path.join(root, ".git", "HEAD"))
     return (str(root), home, xdg, named, env.get("PATH"), *(_stat(f) for f in files))
 
 
