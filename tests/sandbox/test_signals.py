@@ -135,7 +135,7 @@ class TestOldKernelReaper(_Reaped):
             signal.signal(signal.SIGUSR1, old)
         assert _rcs(out) == {"runtime": "1", "usr1": "1", "its_group": "1", "all": "1", "reaper": "1", "leader": "1",
                              "pkill": "1"}, out
-        assert out.count("Operation not permitted") == 9, out  # six kills, pkill's two, Python's
+        assert out.count("Operation not permitted") >= 9, out  # six kills, pkill's (two here), Python's
         assert "PermissionError: [Errno 1] Operation not permitted" in out, out
         assert not got, "the command's SIGUSR1 reached the runtime"
 
@@ -215,7 +215,7 @@ class TestOldKernelReaper(_Reaped):
         # The handler is the command's own process (it may end it); the filter then refuses every signal call.
         mark = marker()
         with _swept(mark):
-            out = await run(ctx, "pkill -9 -f '^subagents: signals'; echo killed=$?; sleep 0.1; "
+            out = await run(ctx, "pkill -9 -P $$ -f '^subagents: signals'; echo killed=$?; sleep 0.1; "
                                  f"kill -0 {os.getpid()}; echo runtime=$?; kill -9 $PPID; echo reaper=$?; "
                                  + ESCAPES["env-i-setsid"].format(mark=mark) + WAIT.format(mark=mark))
             assert _rcs(out) == {"killed": "0", "runtime": "1", "reaper": "1"}, out
