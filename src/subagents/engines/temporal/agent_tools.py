@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from temporalio import workflow
 
+from .ends import shielded
 from .shapes import (
     WORKFLOW_NAME,
     AgentJob,
@@ -170,10 +171,7 @@ class AgentTools:
         plan = asyncio.ensure_future(workflow.execute_activity(
             "subagents.plan_spawn", SpawnPlan(replace(self.run, limits=left), args, queued=seat.ahead is not None),
             result_type=SpawnReply, **self.wf.opts("store")))
-        try:
-            reply = await asyncio.shield(plan)
-        except asyncio.CancelledError:
-            reply, closing = await plan, True
+        reply, closing = await shielded(plan)
         if reply.child is None:
             self.wf.slots.release(seat.slot)
             if closing:
@@ -184,7 +182,7 @@ class AgentTools:
             WORKFLOW_NAME, AgentJob(prepared=child), id=child.run_id, result_type=AgentOutcome,
             parent_close_policy=(workflow.ParentClosePolicy.ABANDON if child.background
                                  else workflow.ParentClosePolicy.REQUEST_CANCEL)))
-        handle, late = await _shielded(start)
+        handle, late = await shielded(start)
         closing = closing or late
         c = self.children[child.run_id] = _Child(
             ChildState(child.run_id, child.nickname, child.agent_type, child.background), handle)
@@ -215,7 +213,7 @@ class AgentTools:
                              "or wait for it")
         self.wf.withdraw(c.key)  # its last result is with you (or will be, with this tool's answer)
         job = AgentJob(resume=ResumeStart(c.s.run_id, message, {}, self.run.options))
-        handle, closing = await _shielded(asyncio.ensure_future(workflow.start_child_workflow(
+        handle, closing = await shielded(asyncio.ensure_future(workflow.start_child_workflow(
             WORKFLOW_NAME, job, id=c.s.run_id, result_type=AgentOutcome,
             parent_close_policy=(workflow.ParentClosePolicy.ABANDON if c.s.background
                                  else workflow.ParentClosePolicy.REQUEST_CANCEL))))
@@ -314,10 +312,3 @@ class AgentTools:
 class _ToolError(Exception):
     """Bad arguments to an agent tool: its message goes back to the model as a tool error."""
 
-
-async def _shielded(start: asyncio.Future[Any]) -> tuple[Any, bool]:
-    """A child workflow's start that a close does not interrupt: (its handle, whether the run is being closed)."""
-    try:
-        return await asyncio.shield(start), False
-    except asyncio.CancelledError:
-        return await start, True

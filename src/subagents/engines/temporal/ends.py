@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.exceptions import ActivityError, ChildWorkflowError
 from temporalio.exceptions import CancelledError as ActivityCancelled
 
 from .shapes import Prepared
 
-__all__ = ["CANCELS", "Final", "Stop", "reraise_cancel", "result_of"]
+__all__ = ["CANCELS", "Final", "Stop", "reraise_cancel", "result_of", "shielded"]
 
 # How a close reaches an await: asyncio's cancellation, or the activity / child workflow it cancelled
 # (``ActivityError`` / ``ChildWorkflowError`` whose cause is Temporal's ``CancelledError``: an activity in flight
@@ -40,6 +40,17 @@ def reraise_cancel(e: ActivityError) -> None:
     """An activity cancelled because the run is being closed: the run ends as closed, not as failed."""
     if isinstance(e.cause, ActivityCancelled):
         raise asyncio.CancelledError() from None
+
+
+_T = TypeVar("_T")
+
+
+async def shielded(step: asyncio.Future[_T]) -> tuple[_T, bool]:
+    """``step`` carried to its end even when the run is closed meanwhile: (its result, whether it was closed)."""
+    try:
+        return await asyncio.shield(step), False
+    except asyncio.CancelledError:
+        return await step, True
 
 
 def result_of(p: Prepared, d: Final | Stop, *, turns: int, tool_calls: int, usage: dict[str, int],

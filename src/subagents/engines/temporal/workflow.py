@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from ...runtime.notices import fitted
     from .agent_tools import AGENT_TOOL_NAMES, AgentTools
     from .approvals import Approvals
-    from .ends import CANCELS, Final, Stop, reraise_cancel, result_of
+    from .ends import CANCELS, Final, Stop, reraise_cancel, result_of, shielded
     from .limits import TreeBudget
     from .shapes import (
         WORKFLOW_NAME,
@@ -206,11 +206,9 @@ class AgentWorkflow:
                     raise
                 decision = closed
                 await self.tools.cancel_children()
-        ending = asyncio.ensure_future(self._end(p, decision, decision is closed))
-        try:  # a close that lands while the end is being recorded must not stop the recording
-            return await asyncio.shield(ending)
-        except asyncio.CancelledError:
-            return await ending
+        # a close that lands while the end is being recorded must not stop the recording
+        out, _ = await shielded(asyncio.ensure_future(self._end(p, decision, decision is closed)))
+        return out
 
     async def _end(self, p: Prepared, decision: Final | Stop, closed: bool) -> AgentOutcome:
         """Record the run's end, free its slot, and announce a background run to its parent."""
