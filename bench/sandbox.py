@@ -11,7 +11,7 @@ Measures, interleaved in one process so that drift hits every row alike:
 - ``off``: the same with the reaper commands without a PID namespace run under (``sandbox/supervisor.py``);
 - ``bwrap`` / ``landlock``: the same call through each sandbox backend (Landlock with the reaper);
 - ``landlock<6``: Landlock as on a kernel before 6.12 (its ABI taken as 5): no signal scope, the command's signals
-  decided on by the supervisor's handler instead (``sandbox/signals.py``).
+  decided on by the command's reaper instead (``sandbox/signals.py``).
 
 Prints ONE JSON line (median, mean, p10, p90 in µs per row, and the added cost of ``off`` — the reaper —
 and of each backend over ``plain``); a readable summary goes to stderr.

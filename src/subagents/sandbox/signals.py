@@ -1,25 +1,32 @@
-"""Signals of a Landlock command on a kernel without Landlock's signal scope (ABI < 6, Linux < 6.12).
+"""What a Landlock command may do to other processes: signals before Landlock's scope (ABI < 6), scheduling always.
 
-There a command could signal any process of the user: ``kill -9 -1`` or ``pkill python`` ended the runtime (and
-the user's other programs), ``kill -9 $PPID`` its reaper (then nothing stopped what it left behind).  So, on such
-kernels, the command gets a seccomp filter whose signal calls a process of its own decides on
-(``SECCOMP_RET_USER_NOTIF``; the handler is part of :data:`~.supervisor.REAPER_SCRIPT`):
+Landlock scopes signals only from ABI 6 (Linux 6.12): before that a command could signal every process of the user
+(``kill -9 -1`` or ``pkill python`` ended the runtime, ``kill -9 $PPID`` its reaper, then nothing stopped what it
+left behind).  And no ABI covers scheduling: ``renice -n 19 -p <runtime>`` or ``-u $USER`` (every process of the
+user), ``taskset -p 1 <runtime>``, ``chrt --idle -p 0 <runtime>``, ``ionice -c3 -p <runtime>`` all worked (an
+unprivileged process may lower, never raise back, the priority of another of its user's).  So a Landlock command
+gets a seccomp filter whose calls on another process the command's **reaper** decides on
+(``SECCOMP_RET_USER_NOTIF``; :data:`~.supervisor.REAPER_SCRIPT`; the reaper is outside the filter):
 
-- ``kill``, ``tkill``, ``tgkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo`` go to the handler, which lets the
-  call proceed only when its target is the command's own: a process (or thread) descending from the command's
-  reaper (every process the command starts does, however it detaches: the reaper is their subreaper), the
-  command's own process group (``kill 0``), or a group whose members all are; ``kill(-1)`` (every process) is
-  refused, a target that does not exist is ``ESRCH``, anything else ``EPERM``;
-- ``fcntl(F_SETOWN, pid)`` goes to the handler as well (the owner of a file gets ``SIGIO``, or with ``F_SETSIG``
-  any signal, when I/O is possible on it: ``F_SETOWN`` to the runtime's pid, then a write, was a ``kill``);
-  ``F_SETOWN_EX`` and the ``ioctl`` s ``FIOSETOWN`` and ``SIOCSPGRP``, whose pid the filter cannot see, fail with
-  ``EPERM``;
-- ``pidfd_send_signal`` fails with ``ENOSYS`` (a pidfd, or a ``/proc/<pid>`` directory, names any process; the
+- ``setpriority``, ``ioprio_set``, ``sched_setparam``, ``sched_setscheduler``, ``sched_setaffinity`` and
+  ``sched_setattr`` on the caller (pid 0, its own process group) pass in the filter (``nice``, ``taskset cmd``,
+  ``chrt``, ``ionice cmd``); on the user (``PRIO_USER``, ``IOPRIO_WHO_USER``: every process of the user) they fail
+  with ``EPERM``; on another process or group they go to the reaper;
+- before ABI 6, ``kill``, ``tkill``, ``tgkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo`` go to the reaper too,
+  and ``fcntl(F_SETOWN, pid)`` (the owner of a file gets ``SIGIO``, or with ``F_SETSIG`` any signal, when I/O is
+  possible on it: ``F_SETOWN`` to the runtime's pid, then a write, was a ``kill``); ``F_SETOWN_EX`` and the
+  ``ioctl`` s ``FIOSETOWN`` and ``SIOCSPGRP``, whose pid the filter cannot see, fail with ``EPERM``;
+  ``pidfd_send_signal`` fails with ``ENOSYS`` (a pidfd, or a ``/proc/<pid>`` directory, names any process; the
   programs that use it fall back to ``kill``).
 
-Should the handler be gone (the command may signal it: it is the command's own), every such call fails
-(``ENOSYS``): the filter fails closed.  Described for x86-64 (and its x32 and i386 ABIs), aarch64 (and 32-bit
-ARM) and riscv64; elsewhere :func:`signal_filter` returns ``None``.
+The reaper lets a call proceed only when its target is the command's own: a process (or thread) descending from
+the reaper (every process the command starts does, however it detaches: the reaper is their subreaper), the
+command's own process group, or a group whose members all are; ``kill(-1)`` (every process) is refused, a target
+that does not exist is ``ESRCH``, anything else ``EPERM``.  The command makes the filter before it runs anything
+and sends the listener to the reaper (``SCM_RIGHTS``); once the command's first process has ended the reaper
+closes it, and what the command left (swept within the second) gets ``ENOSYS`` for every such call: the filter
+fails closed.  Described for x86-64 (and its x32 and i386 ABIs), aarch64 (and 32-bit ARM) and riscv64; elsewhere
+:func:`signal_filter` returns ``None``.
 """
 
 from __future__ import annotations
@@ -30,37 +37,46 @@ import struct
 from functools import cache
 from typing import NamedTuple
 
-__all__ = ["SECCOMP_NR", "fcntl_calls", "signal_filter"]
+__all__ = ["LISTENER_CALLS", "handled_calls", "signal_filter"]
 
 _X32 = 0x40000000
 
 
 class _Abi(NamedTuple):
     arch: int  # AUDIT_ARCH_*
-    signals: tuple[int, ...]  # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: to the handler
+    signals: tuple[int, ...]  # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: to the reaper
     pidfd: tuple[int, ...]  # pidfd_send_signal: ENOSYS
-    fcntl: tuple[int, ...]  # F_SETOWN to the handler, F_SETOWN_EX refused
+    fcntl: tuple[int, ...]  # F_SETOWN to the reaper, F_SETOWN_EX refused
     ioctl: tuple[int, ...]  # FIOSETOWN, SIOCSPGRP refused
+    prio: tuple[int, ...]  # setpriority: on the user refused, on another process or group to the reaper
+    ioprio: tuple[int, ...]  # ioprio_set: the same
+    sched: tuple[int, ...]  # sched_setparam, _setscheduler, _setaffinity, _setattr: another process's to the reaper
 
 
-_GENERIC = _Abi(0, (129, 130, 131, 138, 240), (424,), (25,), (29,))
-_ARM32 = _Abi(0x40000028, (37, 238, 268, 178, 363), (424,), (55, 221), (54,))
+_GENERIC = _Abi(0, (129, 130, 131, 138, 240), (424,), (25,), (29,), (140,), (30,), (118, 119, 122, 274))
+_ARM32 = _Abi(0x40000028, (37, 238, 268, 178, 363), (424,), (55, 221), (54,), (97,), (314,), (154, 156, 241, 380))
 _ABIS: dict[str, tuple[_Abi, ...]] = {
     "x86_64": (_Abi(0xC000003E, (62, 200, 234, 129, 297, *(_X32 | n for n in (62, 200, 234, 524, 536))),
-                    (424, _X32 | 424), (72, _X32 | 72), (16, _X32 | 514)),
-               _Abi(0x40000003, (37, 238, 270, 178, 335), (424,), (55, 221), (54,))),
+                    (424, _X32 | 424), (72, _X32 | 72), (16, _X32 | 514), (141, _X32 | 141), (251, _X32 | 251),
+                    (142, 144, 203, 314, *(_X32 | n for n in (142, 144, 203, 314)))),
+               _Abi(0x40000003, (37, 238, 270, 178, 335), (424,), (55, 221), (54,), (97,), (289,),
+                    (154, 156, 241, 351))),
     "aarch64": (_GENERIC._replace(arch=0xC00000B7), _ARM32),
     "riscv64": (_GENERIC._replace(arch=0xC00000F3), _GENERIC._replace(arch=0x400000F3)),
 }
 _ABIS["amd64"], _ABIS["arm64"] = _ABIS["x86_64"], _ABIS["aarch64"]
-SECCOMP_NR = {"x86_64": 317, "amd64": 317, "aarch64": 277, "arm64": 277, "riscv64": 277}
-"""The ``seccomp`` system call's number (the handler needs ``SECCOMP_FILTER_FLAG_NEW_LISTENER``)."""
+LISTENER_CALLS = {"x86_64": "317,46,47,3", "amd64": "317,46,47,3", "aarch64": "277,211,212,57",
+                  "arm64": "277,211,212,57", "riscv64": "277,211,212,57"}
+"""The numbers of ``seccomp`` (the command makes its filter with ``SECCOMP_FILTER_FLAG_NEW_LISTENER``), ``sendmsg``
+and ``recvmsg`` (it sends the listener to the reaper, ``SCM_RIGHTS``) and ``close`` (Perl does not close a descriptor
+0-2 it did not open, and the reaper's are free)."""
 
 _LD, _JEQ, _RET = 0x20, 0x15, 0x06
 _RETS = {"allow": 0x7FFF0000, "notify": 0x7FC00000, "enosys": 0x00050000 | errno.ENOSYS,
          "eperm": 0x00050000 | errno.EPERM}
 _F_SETOWN, _F_SETOWN_EX, _FIOSETOWN, _SIOCSPGRP = 8, 15, 0x8901, 0x8902
-_ARG1 = 24  # offset of the low half of args[1] in struct seccomp_data (little-endian)
+_PRIO_USER, _IOPRIO_WHO_USER = 2, 3
+_ARG0, _ARG1 = 16, 24  # offsets of the low halves of args[0] and args[1] in struct seccomp_data (little-endian)
 
 
 def _machine(machine: str | None) -> tuple[_Abi, ...] | None:
@@ -68,16 +84,18 @@ def _machine(machine: str | None) -> tuple[_Abi, ...] | None:
 
 
 @cache
-def fcntl_calls(machine: str | None = None) -> str:
-    """The ``fcntl`` system calls of ``machine`` as ``arch/nr,...`` (decimal): the handler reads their target from
-    the third argument (``F_SETOWN``'s pid), every other call's from the first."""
-    return ",".join(f"{abi.arch}/{nr}" for abi in _machine(machine) or () for nr in abi.fcntl)
+def handled_calls(machine: str | None = None) -> str:
+    """The calls whose target the reaper reads from somewhere else than the first argument, as ``arch/nr:kind,...``
+    (decimal): ``f`` ``fcntl`` (``F_SETOWN``'s pid, the third), ``p`` ``setpriority`` and ``i`` ``ioprio_set``
+    (which kind of target, then its id)."""
+    return ",".join(f"{abi.arch}/{nr}:{kind}" for abi in _machine(machine) or ()
+                    for kind, nrs in (("f", abi.fcntl), ("p", abi.prio), ("i", abi.ioprio)) for nr in nrs)
 
 
 @cache
-def signal_filter(machine: str | None = None) -> str | None:
-    """The filter (``struct sock_filter`` s, in hex) for ``machine`` (this one by default), or ``None`` (cached:
-    one per command otherwise, ~20 µs)."""
+def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | None:
+    """The filter (``struct sock_filter`` s, in hex) for ``machine`` (this one by default), or ``None``; ``signals``:
+    the signal calls too (no Landlock scope for them: ABI < 6).  Cached: one per command otherwise, ~20 µs."""
     abis = _machine(machine)
     if abis is None:
         return None
@@ -86,14 +104,21 @@ def signal_filter(machine: str | None = None) -> str | None:
     for i, abi in enumerate(abis):
         nxt = f"abi{i + 1}" if i + 1 < len(abis) else "allow"
         prog += [f"abi{i}", (_LD, None, None, 4), (_JEQ, None, nxt, abi.arch), (_LD, None, None, 0)]
-        for label, calls in (("notify", abi.signals), ("enosys", abi.pidfd), ("fcntl", abi.fcntl),
-                             ("ioctl", abi.ioctl)):
-            prog += [(_JEQ, label, None, nr) for nr in calls]
+        calls = [("prio", abi.prio), ("ioprio", abi.ioprio), ("pid", abi.sched)]
+        if signals:
+            calls += [("notify", abi.signals), ("enosys", abi.pidfd), ("fcntl", abi.fcntl), ("ioctl", abi.ioctl)]
+        for label, nrs in calls:
+            prog += [(_JEQ, label, None, nr) for nr in nrs]
         prog.append((_JEQ, "allow", "allow", 0))  # a jump either way: the ABI matched, no other block applies
-    prog += ["fcntl", (_LD, None, None, _ARG1), (_JEQ, "notify", None, _F_SETOWN),
-             (_JEQ, "eperm", "allow", _F_SETOWN_EX),
-             "ioctl", (_LD, None, None, _ARG1), (_JEQ, "eperm", None, _FIOSETOWN),
-             (_JEQ, "eperm", "allow", _SIOCSPGRP)]
+    prog += ["prio", (_LD, None, None, _ARG0), (_JEQ, "eperm", "who", _PRIO_USER),
+             "ioprio", (_LD, None, None, _ARG0), (_JEQ, "eperm", "who", _IOPRIO_WHO_USER),
+             "who", (_LD, None, None, _ARG1), (_JEQ, "allow", "notify", 0),  # 0: the caller (its process, group)
+             "pid", (_LD, None, None, _ARG0), (_JEQ, "allow", "notify", 0)]
+    if signals:
+        prog += ["fcntl", (_LD, None, None, _ARG1), (_JEQ, "notify", None, _F_SETOWN),
+                 (_JEQ, "eperm", "allow", _F_SETOWN_EX),
+                 "ioctl", (_LD, None, None, _ARG1), (_JEQ, "eperm", None, _FIOSETOWN),
+                 (_JEQ, "eperm", "allow", _SIOCSPGRP)]
     for name, value in _RETS.items():
         prog += [name, (_RET, None, None, value)]
     return _assemble(prog)

@@ -19,13 +19,15 @@ cost ~20 ms per command):
   and under Landlock (ABI ≥ 6) enters a nested domain that scopes signals: it cannot signal the reaper or
   the leader (``kill -9 $PPID`` fails), nor ``ptrace`` them, and a seccomp filter keeps it from setting
   their resource limits (``prlimit --pid $PPID --cpu=0`` would end the reaper as surely as a signal).
-  Under Landlock before ABI 6 it gets a seccomp filter instead whose signal calls its **handler** (``H``, a
-  fork of it made before it runs the command; :mod:`.signals`) decides on: only its own processes.
+  Under Landlock it also gets a seccomp filter whose calls on other processes (scheduling; signals before ABI 6)
+  the **reaper** decides on (:mod:`.signals`): only the command's own.  The command makes it before it runs
+  anything and sends its listener to the reaper (``SCM_RIGHTS`` over a socket pair); the reaper answers while
+  the command runs, then closes it (what the command leaves gets ``ENOSYS``).
 
 The supervisor's processes are not dumpable (``PR_SET_DUMPABLE`` 0; the command's ``exec`` makes it dumpable
 again): a command, which runs without ``CAP_SYS_PTRACE``, cannot ``ptrace`` them nor open their
 ``/proc/<pid>/mem`` — which without the nested domain (Landlock before ABI 6) it could have done to make the reaper
-leave or the handler allow anything.
+leave or allow anything.
 
 When the command ends, what is left of its process group gets ``SIGTERM`` (unless that is what ended
 the command: the runtime sent it to the group) and up to a second to end, as the runtime's own kill gives
@@ -52,7 +54,7 @@ import struct
 from collections.abc import Sequence
 from functools import cache
 
-from .signals import SECCOMP_NR, fcntl_calls, signal_filter
+from .signals import LISTENER_CALLS, handled_calls, signal_filter
 
 __all__ = ["REAPER_SCRIPT", "no_prlimit_filter", "perl", "supervisor_argv"]
 
@@ -65,9 +67,11 @@ _MACHINES = {"x86_64": (157, _X86), "amd64": (157, _X86), "aarch64": (167, _ARM)
 there (x86-64: native, x32, i386; aarch64: native, 32-bit ARM; riscv64: native, rv32)."""
 
 REAPER_SCRIPT = r"""
-my ($nr, $usr2, $scope, $runtime, $signals, $seccomp, $fcntl) = splice(@ARGV, 0, 7); $0 = 'subagents: command';
+my ($nr, $usr2, $scope, $runtime, $signals, $calls, $kinds) = splice(@ARGV, 0, 7); $0 = 'subagents: command';
+my ($seccomp, $sendmsg, $recvmsg, $close) = split(/,/, $calls);
+my %kind = map { split(/:/, $_, 2) } grep { /:/ } split(/,/, $kinds);
 my @edits; while (@ARGV && $ARGV[0] ne '--') { push @edits, shift @ARGV } shift @ARGV;
-syscall($nr + 0, 4, 0, 0, 0, 0);  # not dumpable (the reaper and the handler too, until the command's exec)
+syscall($nr + 0, 4, 0, 0, 0, 0);  # not dumpable (the reaper too, and the command until its exec)
 my ($leader, $group, $main, $status) = ($$, getpgrp(), 0, undef);
 sub up { my $s = shift; if ($s & 127) { $SIG{$_} = 'DEFAULT' for keys %SIG; syscall($nr + 0, 4, 0, 0, 0, 0);
     kill($s & 127, $$); select(undef, undef, undef, 0.05) } exit($s & 127 ? 128 + ($s & 127) : $s >> 8) }
@@ -100,20 +104,27 @@ sub verdict { my ($t, $r) = @_; return 0 if $t == 0 || $t == -$group; return 1 i
   for (grep { /^\d+$/ } readdir $d) { my @s = stat_of($_); next unless @s && $s[2] == -$t;
     $any = 1; return 1 if mine($_, $r) <= 0 }
   return $any ? 0 : 3 }
-sub handle { my ($fd, $cmd, $r) = @_; close STDIN; close STDOUT; close STDERR; $0 = 'subagents: signals';
-  $SIG{$_} = 'IGNORE' for qw(TERM INT HUP USR1 USR2); syscall($nr + 0, 1, 9, 0, 0, 0); exit 0 if getppid() != $cmd;
-  setpgrp(0, 0);
-  open(my $l, '+<&=', $fd) or exit 0; my %fc = map { $_ => 1 } split(/,/, $fcntl);
-  while (1) { my $n = "\0" x 256; unless (ioctl($l, 0xC0502100, $n)) { next if $! == 4 || $! == 2; exit 0 }
-    my ($id, $call, $arch, $a0, $a2) = unpack('Q x8 l L x8 l x12 l', $n);
-    my $e = verdict($fc{"$arch/$call"} ? $a2 : $a0, $r);
-    my $a = pack('Q q l L', $id, 0, -$e, $e ? 0 : 1) . ("\0" x 232); ioctl($l, 0xC0182101, $a) } }
+sub answer { my $n = "\0" x 256;  # one call on with it, or refused: 1; 0: none (its caller was killed, or the
+  unless (ioctl($_[0], 0xC0502100, $n)) { return $! == 4 || $! == 2 ? 0 : undef }  # command is gone); undef: error
+  my ($id, $call, $arch, $a0, $a1, $a2) = unpack('Q x8 l L x8 l x4 l x4 l', $n); my $k = $kind{"$arch/$call"} // '';
+  my $e = $k eq 'f' ? verdict($a2, $$) : $k eq 'p' ? ($a0 == 0 ? verdict($a1, $$) : $a0 == 1 ? verdict(-$a1, $$) : 1)
+    : $k eq 'i' ? ($a0 == 1 ? verdict($a1, $$) : $a0 == 2 ? verdict(-$a1, $$) : 1) : verdict($a0, $$);
+  my $a = pack('Q q l L', $id, 0, -$e, $e ? 0 : 1) . ("\0" x 232); ioctl($_[0], 0xC0182101, $a); 1 }
+sub serve { my ($fd, $pf, $none) = @_; open(my $l, '+<&=', $fd) or return; return if $pf < 0;
+  my ($v, $w, $o) = ('', ''); vec($w, $pf, 1) = 1; $v = $w; vec($v, $fd, 1) = 1;
+  while (1) {  # after a wake for no call, the listener is left out for 10 ms: it is readable for good once the
+    my $n = select($o = $none ? $w : $v, undef, undef, $none ? 0.01 : 1);  # command is gone, before it can be reaped
+    while ((my $p = waitpid(-1, 1)) > 0) { $status = $? if $p == $main }
+    return if defined $status; $none = 0; next unless $n > 0 && vec($o, $fd, 1) && !vec($o, $pf, 1);
+    my $a = answer($l); return unless defined $a; $none = !$a } }
 setpgrp(0, 0); $0 = 'subagents: reaper'; $SIG{$_} = sub {} for qw(TERM INT HUP);
 my $reaping = syscall($nr + 0, 36, 1, 0, 0, 0) == 0;
 $SIG{USR2} = sub { sweep(); exit 137 };
 syscall($nr + 0, 1, $usr2 + 0, 0, 0, 0);
 if (getppid() != $leader) { exit 137 }
-my $reaper = $$; $main = fork(); defined $main or die "subagents: cannot start the command: fork: $!\n";
+my ($sr, $sc);  # the command sends its listener to the reaper: a socket pair (AF_UNIX, SOCK_STREAM)
+if ($signals) { socketpair($sr, $sc, 1, 1, 0) or die "subagents: cannot start the command: socketpair: $!\n" }
+$main = fork(); defined $main or die "subagents: cannot start the command: fork: $!\n";
 if ($main == 0) { $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2); setpgrp(0, $group) or exit 137;
   kill('USR1', $leader);
   for (@edits) { if (/^([^=]+)=(.*)$/s) { $ENV{$1} = $2 } else { delete $ENV{$_} } }
@@ -121,19 +132,28 @@ if ($main == 0) { $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2); setpgrp(0
     my $prog = pack('S x![P] P', length($f) / 8, $f);
     if ($fd < 0 || syscall(446, $fd, 0) != 0 || syscall($nr + 0, 22, 2, $prog, 0, 0) != 0) {
       print STDERR "subagents: cannot confine the command: $!\n"; exit 126 } }
-  if ($signals) { my $f = pack('H*', $signals); my ($cmd, $prog) = ($$, pack('S x![P] P', length($f) / 8, $f));
-    my $fd = syscall($seccomp + 0, 1, 8, $prog); my $h = $fd < 0 ? undef : fork();
-    if (!defined $h) { print STDERR "subagents: cannot confine the command's signals: $!\n"; exit 126 }
-    handle($fd, $cmd, $reaper) unless $h }
+  if ($signals) { my ($f, $x) = (pack('H*', $signals), 'x'); my $prog = pack('S x![P] P', length($f) / 8, $f);
+    close $sr; my $fd = syscall($seccomp + 0, 1, 8, $prog);  # SECCOMP_SET_MODE_FILTER, NEW_LISTENER; then SCM_RIGHTS
+    my ($iov, $ctl) = (pack('P Q', $x, 1), pack('Q l l l x4', 20, 1, 1, $fd));  # one byte, the listener (msghdr:)
+    my $msg = pack('Q L x4 P Q P Q l x4', 0, 0, $iov, 1, $ctl, 24, 0);
+    if ($fd < 0 || syscall($sendmsg + 0, fileno($sc), $msg, 0) != 1) {
+      print STDERR "subagents: cannot confine the command's calls on other processes: $!\n"; exit 126 } }
   exec { $ARGV[0] } @ARGV; print STDERR "$ARGV[0]: $!\n"; exit 127 }
 close STDIN; close STDOUT; close STDERR;
+if ($signals) { close $sc; my ($x, $ctl) = ("\0", "\0" x 24); vec($x, 0, 8) = 0; vec($ctl, 0, 8) = 0;  # unshared
+  my $iov = pack('P Q', $x, 1);  # the kernel writes the listener's number into $ctl (MSG_CMSG_CLOEXEC)
+  my $n = syscall($recvmsg + 0, fileno($sr), pack('Q L x4 P Q P Q l x4', 0, 0, $iov, 1, $ctl, 24, 0), 0x40000000);
+  close $sr; my (undef, $level, $type, $fd) = unpack('Q l l l', $ctl);
+  if ($n == 1 && $level == 1 && $type == 1) {  # closed after: what the command leaves gets ENOSYS (fails closed)
+    my $pf = syscall(434, $main, 0); serve($fd, $pf); syscall($close + 0, $_) for grep { $_ >= 0 } $fd, $pf } }
 until (defined $status) { my $p = waitpid(-1, 0); if ($p == $main) { $status = $? } elsif ($p < 0) { last } }
 if ($reaping) { grace(); sweep() } up($status // 0);
 """
 """The supervisor (see the module docstring).  Arguments: ``prctl``'s number, ``SIGUSR2``'s, ``0`` or the
 seccomp filter (hex) that the command gets with Landlock's signal scope, the runtime's PID, ``0`` or the seccomp
-filter (hex) whose signal calls the supervisor's handler decides on (:mod:`.signals`), ``seccomp``'s number, the
-``fcntl`` calls (:func:`.signals.fcntl_calls`), environment edits for the command (``NAME=VALUE`` sets, ``NAME``
+filter (hex) whose calls on other processes the reaper decides on (:mod:`.signals`), the numbers of ``seccomp``,
+``sendmsg``, ``recvmsg`` and ``close`` (:data:`.signals.LISTENER_CALLS`), the calls whose target is not their
+first argument (:func:`.signals.handled_calls`), environment edits for the command (``NAME=VALUE`` sets, ``NAME``
 removes), ``--``, the command."""
 
 
@@ -153,7 +173,7 @@ def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: S
     ``env`` is the environment to start it with, changed here: the variables named in ``command_only`` (the tag)
     move to the command's own environment.  ``landlock``: the command runs under Landlock; with ABI ≥ 6 it
     enters a Landlock domain of its own that scopes signals, before that its signals are decided on by the
-    supervisor (:mod:`.signals`).
+    reaper, as its scheduling calls on other processes are on every ABI (:mod:`.signals`).
     """
     machine, binary = _MACHINES.get(platform.machine().lower()), perl()
     if machine is None or binary is None or not os.path.isdir("/proc/self"):
@@ -170,10 +190,10 @@ def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: S
     if "PERL_BADLANG" not in names:
         edits.append("PERL_BADLANG")
     env["PERL_BADLANG"] = "0"  # no "Setting locale failed" from Perl on every command
-    signals = (signal_filter() if landlock and not scope else None) or "0"
+    signals = (signal_filter(signals=not scope) if landlock else None) or "0"
     return [binary, "-e", REAPER_SCRIPT, str(machine[0]), str(int(signal.SIGUSR2)),
             _no_prlimit(machine[1]) if scope else "0", str(os.getpid()), signals,
-            str(SECCOMP_NR.get(platform.machine().lower(), 0)), fcntl_calls() or "-", *edits, "--", *argv]
+            LISTENER_CALLS.get(platform.machine().lower(), "0,0,0,0"), handled_calls() or "-", *edits, "--", *argv]
 
 
 def no_prlimit_filter() -> bytes | None:
