@@ -29,7 +29,7 @@ H = Path("/home/u")
                                                                     "/home/u/.local/share/pnpm"]),  # a tool's own
     ("/home/u/.local/share/keyrings", ["/home/u/.local/share/keyrings"]),  # (on PATH: the user's choice)
     ("/home/u/.config/tool/bin:/home/u/.cache/x/bin", ["/home/u/.config/tool/bin", "/home/u/.cache/x/bin"]),
-    ("/home/u/bin:/home/u/go/bin", ["/home/u/bin", "/home/u/go"]),  # ~/bin alone; Go's prefix (its module cache)
+    ("/home/u/bin:/home/u/go/bin", ["/home/u/bin", "/home/u/go/bin"]),  # alone: ~/go/src holds other projects
     ("/home/u/miniconda3/bin:/home/u/sdk/flutter/bin", ["/home/u/miniconda3", "/home/u/sdk/flutter"]),  # prefixes
     ("/home/u/projects/app/node_modules/.bin", ["/home/u/projects/app/node_modules/.bin"]),  # not a projects dir
     ("/home/u/tools/x/scripts", ["/home/u/tools/x/scripts"]),

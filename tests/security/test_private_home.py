@@ -416,3 +416,46 @@ async def test_package_caches_are_read_without_the_settings_beside_them(hh: Host
         assert token in a.step(0).content, a.transcript()
     a.assert_no_leak(secret)
     assert_sealed(hh, a, before)
+
+
+TOOLCHAIN_SECRETS = {
+    # path under home: content ({m}: the marker); each inside a toolchain read back whole because its bin is on PATH
+    ".nvm/versions/node/v20.11.0/etc/npmrc": "//registry.npmjs.org/:_authToken={m}\n",
+    ".npm-global/etc/npmrc": "//npm.example.com/:_authToken={m}\n",
+    ".gem/credentials": "---\n:rubygems_api_key: {m}\n",
+    ".composer/auth.json": '{{"github-oauth": {{"github.com": "{m}"}}}}\n',
+    "miniconda3/.condarc": "channels:\n  - https://conda.example.com/t/{m}/main\n",
+    ".pyenv/versions/3.12.1/pip.conf": "[global]\nindex-url = https://u:{m}@pypi.example.com/simple\n",
+}
+TOOLCHAIN_BINS = (".nvm/versions/node/v20.11.0/bin", ".npm-global/bin", ".gem/ruby/3.2.0/bin", ".composer/vendor/bin",
+                  "miniconda3/bin", ".pyenv/shims")
+
+
+async def test_tokens_inside_toolchains_read_back_stay_hidden(hh: HostHome, backend: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A toolchain on ``PATH`` is read back whole (its programs need their libraries), and some keep a token inside:
+    npm's global ``etc/npmrc`` (``npm config set --global``), ``~/.gem/credentials``, Composer's ``auth.json``,
+    conda's ``.condarc``, a Python's ``pip.conf``.  Those stay hidden; the toolchains' other files do not."""
+    for rel, template in TOOLCHAIN_SECRETS.items():
+        (hh.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        hh.secrets[rel] = m = marker("TOOLSECRET")
+        (hh.root / rel).write_text(template.format(m=m))
+    for d in TOOLCHAIN_BINS:
+        (hh.root / d).mkdir(parents=True, exist_ok=True)
+    (hh.root / ".nvm/versions/node/v20.11.0/bin/node-hello").write_text("#!/bin/sh\necho NODEHELLO\n")
+    (hh.root / ".nvm/versions/node/v20.11.0/bin/node-hello").chmod(0o755)
+    (hh.root / ".nvm/versions/node/v20.11.0/etc/other").write_text("NPMETC\n")
+    (hh.root / "miniconda3/condarc.txt").write_text("CONDATXT\n")
+    monkeypatch.setenv("PATH", os.pathsep.join(str(hh.root / d) for d in TOOLCHAIN_BINS) + os.pathsep
+                       + os.environ["PATH"])
+    before = hh.snapshot()
+    homes = " ".join(f"~/{d.split('/')[0]}" for d in TOOLCHAIN_BINS)
+    a = await run(hh, backend, [
+        sh(f"cat {' '.join('~/' + rel for rel in TOOLCHAIN_SECRETS)} 2>&1"),
+        sh(f"grep -rao {MARK_RE} {homes} 2>/dev/null | sort -u; tar cf - -C ~ .nvm .gem .composer miniconda3 "
+           f".npm-global .pyenv 2>/dev/null | grep -ao {MARK_RE}"),
+        sh("node-hello; cat ~/.nvm/versions/node/v20.11.0/etc/other ~/miniconda3/condarc.txt; ls ~/.gem/ruby"),
+    ])
+    assert_sealed(hh, a, before)
+    for token in ("NODEHELLO", "NPMETC", "CONDATXT", "3.2.0"):  # (Landlock: no listing of a dir with a hidden entry)
+        assert token in a.step(2).content, a.transcript()

@@ -10,7 +10,8 @@ read back only :func:`home_reads`:
 - the toolchains on ``PATH``: each ``PATH`` directory under home, widened to the first directory below home
   when that is a dot directory (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run its versions;
   ``~/.nvm``, ``~/.cargo``...), or to the installation a ``bin`` directory is in (``~/miniconda3`` for
-  ``~/miniconda3/bin``: its programs need its ``lib``; ``~/bin`` stays ``~/bin``), except in the shared data
+  ``~/miniconda3/bin``: its programs need its ``lib``; ``~/bin`` stays ``~/bin``, and Go's ``~/go/bin`` too: ``~/go``
+  is a workspace of other projects' sources, its module cache is a :data:`CACHES` entry), except in the shared data
   directories :data:`DATA_DIRS` (``~/.local/bin`` stays ``~/.local/bin``; in ``~/.local/share``, the tool's own
   directory: ``~/.local/share/mise`` for ``~/.local/share/mise/shims``); with their companions
   (:data:`COMPANIONS`: rustup's toolchains beside ``~/.cargo``, user-installed Python packages beside
@@ -20,7 +21,8 @@ read back only :func:`home_reads`:
 - package caches an offline build reads (:data:`CACHES`: ``~/go/pkg/mod``, ``~/.m2/repository``, ``~/.cache/pip``...);
 - what the user lists in ``[sandbox] home_read`` (user config file only: a cloned project cannot open home).
 
-The credential paths and ``deny_read`` stay hidden inside all of these.  When the workspace is home itself,
+The credential paths and ``deny_read`` stay hidden inside all of these, and the tokens a toolchain keeps in itself
+(:data:`TOOL_SECRETS`: npm's global ``etc/npmrc``, ``~/.gem/credentials``...).  When the workspace is home itself,
 or contains it, nothing is hidden this way (the workspace is the project the agent works on).
 
 >>> from pathlib import Path
@@ -38,12 +40,13 @@ or contains it, nothing is hidden this way (the workspace is the project the age
 from __future__ import annotations
 
 import functools
+import glob
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["CACHES", "COMPANIONS", "DATA_DIRS", "GIT_CONFIG", "home_reads", "private_home", "reachable",
-           "toolchain_dirs"]
+__all__ = ["CACHES", "COMPANIONS", "DATA_DIRS", "GIT_CONFIG", "TOOL_SECRETS", "home_reads", "private_home",
+           "reachable", "toolchain_dirs", "toolchain_secrets"]
 
 DATA_DIRS = frozenset({".local", ".config", ".cache", ".var"})
 """Dot directories of home that many programs share (keyrings, browser profiles, caches): a ``PATH`` entry in
@@ -66,6 +69,18 @@ CACHES: tuple[str, ...] = (
 """Package caches and libraries builds read (relative to home; read back when they exist): with the network off,
 an offline build needs what is already downloaded.  Only the package directories, never the tools' settings beside
 them (``~/.m2/settings.xml``, ``~/.gradle/gradle.properties``, ``~/.npmrc`` can hold passwords)."""
+
+TOOL_SECRETS: tuple[str, ...] = (
+    "etc/npmrc", "versions/node/*/etc/npmrc", "installs/nodejs/*/etc/npmrc", "installs/node/*/etc/npmrc",
+    "node-versions/*/installation/etc/npmrc", "tools/image/node/*/etc/npmrc", ".npmrc",
+    ".condarc", "condarc", "condarc.d", ".condarc.d", "pip.conf", "versions/*/pip.conf", "envs/*/pip.conf",
+    "credentials", "credentials.toml", "credentials.json", "auth.json",
+)
+"""Where a toolchain directory read back whole keeps its tokens (globs relative to it), hidden inside it: npm's
+global configuration (``$PREFIX/etc/npmrc``, where ``npm config set --global`` writes ``_authToken``: a prefix such
+as ``~/.npm-global``, and each Node of nvm, asdf, mise, fnm, volta), conda's ``.condarc`` (channel tokens), pip's
+site configuration (``$PREFIX/pip.conf``: an index URL with a password; pyenv's and conda's environments),
+RubyGems' ``~/.gem/credentials``, Composer's ``~/.composer/auth.json``."""
 
 GIT_CONFIG: tuple[str, ...] = (".config/git/ignore", ".config/git/attributes")
 """git's user-wide ignore and attributes files, read back as they are.  Its configuration files (``~/.gitconfig``,
@@ -113,7 +128,7 @@ def toolchain_dirs(home: Path, path_env: str, aliases: Iterable[Path] = ()) -> l
         top = rel.parts[0]
         if top.startswith(".") and top not in DATA_DIRS:
             picked = home / top  # ~/.pyenv for ~/.pyenv/shims
-        elif p.name == "bin" and len(rel.parts) > 1 and top not in DATA_DIRS:
+        elif p.name == "bin" and len(rel.parts) > 1 and top not in DATA_DIRS and rel.parts != ("go", "bin"):
             picked = p.parent  # an installation's prefix: ~/miniconda3 for ~/miniconda3/bin (its lib/ beside)
         elif rel.parts[:2] == (".local", "share") and len(rel.parts) > 3:
             picked = home.joinpath(*rel.parts[:3])  # a tool's own data: ~/.local/share/mise for its shims
@@ -123,6 +138,16 @@ def toolchain_dirs(home: Path, path_env: str, aliases: Iterable[Path] = ()) -> l
         for name in COMPANIONS.get(str(picked.relative_to(home)), ()):
             out[home / name] = None
     return list(out)
+
+
+def toolchain_secrets(dirs: Iterable[Path]) -> list[Path]:
+    """The :data:`TOOL_SECRETS` that exist in ``dirs`` (the toolchain directories read back: a few ``listdir``).
+
+    >>> toolchain_secrets([Path("/nonexistent/h/.nvm")])
+    []
+    """
+    return [d / hit for d in dirs for pattern in TOOL_SECRETS
+            for hit in glob.glob(pattern, root_dir=d, include_hidden=True)]
 
 
 def home_reads(home: Path, path_env: str, extra: Iterable[str], aliases: Iterable[Path] = ()) -> tuple[Path, ...]:

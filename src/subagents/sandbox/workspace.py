@@ -30,7 +30,7 @@ from pathlib import Path
 from ..exceptions import ToolError
 from ..trust import SETTINGS_ENTRIES, projects_within, trusted_within
 from . import access
-from .home import home_reads, private_home
+from .home import home_reads, private_home, toolchain_dirs, toolchain_secrets
 from .policy import CREDENTIAL_PATHS, DEFAULT_HIDDEN, DEFAULT_PROTECTED, SandboxPolicy
 
 __all__ = ["Workspace"]
@@ -131,8 +131,13 @@ class Workspace:
         # the shell sees none of home but what commands need (sandbox/home.py); the file tools never leave the root
         self.private_home = private_home(self.home, self.root, self.policy.private_home)
         spelled = Path(os.path.abspath(home if home is not None else os.path.expanduser("~")))  # (/home -> /var/home)
-        self.home_reads: tuple[Path, ...] = () if self.private_home is None else home_reads(
-            self.home, os.environ.get("PATH", ""), self.policy.home_read, aliases=(spelled,))
+        self.home_reads: tuple[Path, ...] = ()
+        if self.private_home is not None:
+            path_env = os.environ.get("PATH", "")
+            self.home_reads = home_reads(self.home, path_env, self.policy.home_read, aliases=(spelled,))
+            # tokens a toolchain read back whole keeps inside it (npm's global npmrc, .condarc, ~/.gem/credentials)
+            self.hidden = _with_real((*self.hidden, *toolchain_secrets(toolchain_dirs(self.home, path_env,
+                                                                                      (spelled,)))))
 
     def _trusted_settings(self, dirs: Iterable[Path]) -> tuple[list[Path], list[Path]]:
         """``(settings, links)`` of the trusted projects ``dirs`` below the root.  ``settings``: their
