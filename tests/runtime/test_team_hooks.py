@@ -52,6 +52,43 @@ async def test_a_task_completed_hook_keeps_the_task_open_and_the_teammate_reads_
     assert asked[0]["task_subject"] == "ship it"
 
 
+async def test_the_note_of_a_completed_task_changes_only_through_the_task_completed_check(workdir: Path) -> None:
+    # The check approved "tests green" with the task; rewriting the note afterwards ("skipped the tests") is asked
+    # of it again — before, the owner could change the approved record at will.
+    asked: list[str] = []
+    seen: list[str] = []
+
+    def gate(inp: HookInput) -> HookResult | None:
+        note = str(inp.to_dict()["note"])
+        asked.append(note)
+        return HookResult("block", "a note must say the tests are green") if "green" not in note else None
+
+    notes = ["tests green", "skipped the tests", "tests green, and docs", "tests green, and docs"]
+
+    def model(req: ModelRequest) -> ModelResponse:
+        n = turns(req)
+        if n:
+            seen.append(_tool_text(req))
+        if n == 0:
+            return ModelResponse(tool_calls=[call("task_claim", {})])
+        if n <= len(notes):
+            return ModelResponse(tool_calls=[call("task_update", {"task_id": 1, "note": notes[n - 1],
+                                                                  **({"status": "completed"} if n == 1 else {})})])
+        return ModelResponse(text="done")
+
+    async with Runtime(model=FunctionModel(model), workdir=workdir, store="memory",
+                       hooks={"TaskCompleted": [gate]}) as rt:
+        team = rt.create_team("n")
+        await team.add_task("ship it")
+        team.spawn("dev", "ship")
+        assert await team.wait_idle(timeout=5)
+        task = team.tasks[0]
+        team.shutdown()
+    assert (task.status, task.note) == (TaskStatus.COMPLETED, "tests green, and docs")
+    assert asked == ["tests green", "skipped the tests", "tests green, and docs"]  # the same note again: no check
+    assert "keeps its note: a TaskCompleted hook refused the new one: a note must say the tests are green" in seen[2]
+
+
 async def test_a_command_hook_that_exits_2_refuses_a_task_and_its_stderr_is_the_reason(workdir: Path) -> None:
     out: list[str] = []
 

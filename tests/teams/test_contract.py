@@ -228,6 +228,21 @@ def test_a_completed_task_cannot_be_reopened(team: TeamStore) -> None:
     assert (t.status, t.note) == (TaskStatus.COMPLETED, "done, and checked")
 
 
+def test_the_note_of_an_unclaimed_task_is_the_leads_or_its_next_owners(team: TeamStore) -> None:
+    # A member who released a task leaves a note for the next one ("half done, see branch x"): another member cannot
+    # overwrite it without taking the task on.
+    team.create_task("t", "one")
+    team.claim("t", 1, "a", 1.0)
+    team.update_task("t", 1, by="a", status=TaskStatus.PENDING, note="half done, see branch x")
+    for status in (None, TaskStatus.PENDING):
+        with pytest.raises(TeamError, match="task 1 is not claimed: only the lead changes its note; claim it first"):
+            team.update_task("t", 1, by="b", status=status, note="nothing to do here")
+    assert team.task("t", 1).note == "half done, see branch x"  # type: ignore[union-attr]
+    assert team.update_task("t", 1, by=LEAD, note="see branch x, then y").note == "see branch x, then y"
+    t = team.update_task("t", 1, by="b", status=TaskStatus.IN_PROGRESS, note="taking it")  # claimed, then noted
+    assert (t.owner, t.note) == ("b", "taking it")
+
+
 def test_setting_pending_releases_a_task(team: TeamStore) -> None:
     team.create_task("t", "one")
     team.claim("t", 1, "a", 1.0)

@@ -112,15 +112,19 @@ def claim(svc: TeamService, team: TeamRecord, by: str, task_id: int | None) -> T
 async def update_task(svc: TeamService, team: TeamRecord, by: str, task_id: int, status: TaskStatus | None,
                       note: str | None) -> TaskRecord:
     agent_id = svc.agent_of(team, by)
-    if status is TaskStatus.COMPLETED:
+    if status is TaskStatus.COMPLETED or note is not None:
         t = svc.store.task(team.name, task_id)
         if t is None:
             raise TeamError(f"no task #{task_id} in team {team.name}; task_list shows the board")
-        if t.status is not TaskStatus.COMPLETED:
-            plan_update(t, by, status)  # another's task is refused before its hooks run (they may run the tests)
+        done = t.status is TaskStatus.COMPLETED
+        # completing a task, or changing a completed task's note (what the check approved), passes the check again
+        if (status is TaskStatus.COMPLETED and not done) or (done and note is not None and note != t.note):
+            plan_update(t, by, status, note)  # another's task is refused before its hooks run (they may run tests)
             reason = await svc.hook("TaskCompleted", agent_id, team_name=team.name, task_id=task_id,
                                     task_subject=t.subject, task_description=t.description, teammate_name=by,
                                     note=note or "")
+            if reason is not None and done:
+                raise TeamError(f"task #{task_id} keeps its note: a TaskCompleted hook refused the new one: {reason}")
             if reason is not None:
                 raise TeamError(f"task #{task_id} stays open: a TaskCompleted hook refused to complete it: {reason}")
     before = svc.store.task(team.name, task_id)

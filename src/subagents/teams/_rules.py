@@ -103,14 +103,21 @@ def refused(team: str, task_id: int, task: TaskRecord | None, open_blockers: Seq
                         "claim it once they are completed, or claim another task", "blocked", blockers=blockers)
 
 
-def plan_update(task: TaskRecord, by: str, status: TaskStatus | None) -> tuple[TaskStatus, str | None, bool]:
-    """What ``update_task(by=by, status=status)`` does to ``task``: ``(new status, new owner, claim first)``.
+def plan_update(task: TaskRecord, by: str, status: TaskStatus | None, note: str | None = None
+                ) -> tuple[TaskStatus, str | None, bool]:
+    """What ``update_task(by=by, status=status, note=note)`` does to ``task``: ``(new status, new owner, claim
+    first)``.
 
     *Claim first* is set when a pending task is moved on (to ``in_progress`` or ``completed``): the store
-    claims it for ``by`` — atomically, refused while a blocker is unfinished — before the change.
+    claims it for ``by`` — atomically, refused while a blocker is unfinished — before the change.  The note of a
+    task nobody holds (the one its last owner left when releasing it) is the lead's to change, or its next owner's.
     """
     if task.owner is not None and by not in (task.owner, LEAD):
         raise TeamError(f"task {task.id} belongs to {task.owner!r}; only {task.owner!r} or the lead can update it")
+    if (task.owner is None and by != LEAD and note is not None and task.status == TaskStatus.PENDING
+            and status in (None, TaskStatus.PENDING)):
+        raise TeamError(f"task {task.id} is not claimed: only the lead changes its note; claim it first "
+                        "(task_update with status='in_progress'), then note what you did")
     if status is None or status == task.status:
         return task.status, task.owner, False
     if task.status == TaskStatus.COMPLETED:

@@ -233,7 +233,7 @@ class SQLTeamStore:
             rec = self._task(c, team, task_id, lock=True)  # the row stays as read until the commit
             if rec is None:
                 raise rules.unknown_task(team, task_id)
-            new_status, owner, claim_first = rules.plan_update(rec, by, want)
+            new_status, owner, claim_first = rules.plan_update(rec, by, want, note)
             if claim_first and c.execute(self._q(_CLAIM), (by, at, team, task_id)).fetchone() is None:
                 raise self._refused(c, team, task_id)
             row = c.execute(self._q(f"UPDATE tasks SET status = ?, owner = ?, updated_at = ?, note = coalesce(?, note) "

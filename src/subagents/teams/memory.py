@@ -171,7 +171,7 @@ class MemoryTeamStore:
             rec = t.tasks.get(task_id)
             if rec is None:
                 raise rules.unknown_task(team, task_id)
-            new_status, owner, claim_first = rules.plan_update(rec, by, want)
+            new_status, owner, claim_first = rules.plan_update(rec, by, want, note)
             if claim_first and not self._claimable(t, rec):
                 raise rules.refused(team, task_id, rec, self._open_blockers(t, rec))
             rec = dataclasses.replace(rec, status=new_status, owner=owner, updated_at=at,
