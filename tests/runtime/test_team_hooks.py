@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from subagents import Runtime
@@ -18,6 +19,22 @@ def _tool_text(req: ModelRequest) -> str:
     return "\n".join(r.content for r in req.messages[-1].tool_results)
 
 
+def _claim_then_update(updates: list[dict[str, object]], seen: list[str]) -> Callable[[ModelRequest], ModelResponse]:
+    """A teammate that claims task 1, then calls ``task_update`` with each of ``updates``; ``seen``: the results."""
+
+    def model(req: ModelRequest) -> ModelResponse:
+        n = turns(req)
+        if n:
+            seen.append(_tool_text(req))
+        if n == 0:
+            return ModelResponse(tool_calls=[call("task_claim", {})])
+        if n <= len(updates):
+            return ModelResponse(tool_calls=[call("task_update", {"task_id": 1, **updates[n - 1]})])
+        return ModelResponse(text="done")
+
+    return model
+
+
 async def test_a_task_completed_hook_keeps_the_task_open_and_the_teammate_reads_why(workdir: Path) -> None:
     asked: list[dict[str, object]] = []
     seen: list[str] = []
@@ -26,16 +43,7 @@ async def test_a_task_completed_hook_keeps_the_task_open_and_the_teammate_reads_
         asked.append(inp.to_dict())
         return HookResult("block", "run the tests first") if len(asked) == 1 else None
 
-    def model(req: ModelRequest) -> ModelResponse:
-        n = turns(req)
-        if n:
-            seen.append(_tool_text(req))
-        if n == 0:
-            return ModelResponse(tool_calls=[call("task_claim", {})])
-        if n in (1, 2):
-            return ModelResponse(tool_calls=[call("task_update", {"task_id": 1, "status": "completed", "note": "x"})])
-        return ModelResponse(text="done")
-
+    model = _claim_then_update([{"status": "completed", "note": "x"}] * 2, seen)
     async with Runtime(model=FunctionModel(model), workdir=workdir, store="memory",
                        hooks={"TaskCompleted": [gate]}) as rt:
         team = rt.create_team("h")
@@ -64,18 +72,9 @@ async def test_the_note_of_a_completed_task_changes_only_through_the_task_comple
         return HookResult("block", "a note must say the tests are green") if "green" not in note else None
 
     notes = ["tests green", "skipped the tests", "tests green, and docs", "tests green, and docs"]
-
-    def model(req: ModelRequest) -> ModelResponse:
-        n = turns(req)
-        if n:
-            seen.append(_tool_text(req))
-        if n == 0:
-            return ModelResponse(tool_calls=[call("task_claim", {})])
-        if n <= len(notes):
-            return ModelResponse(tool_calls=[call("task_update", {"task_id": 1, "note": notes[n - 1],
-                                                                  **({"status": "completed"} if n == 1 else {})})])
-        return ModelResponse(text="done")
-
+    updates: list[dict[str, object]] = [{"note": n} for n in notes]
+    updates[0]["status"] = "completed"
+    model = _claim_then_update(updates, seen)
     async with Runtime(model=FunctionModel(model), workdir=workdir, store="memory",
                        hooks={"TaskCompleted": [gate]}) as rt:
         team = rt.create_team("n")
