@@ -19,6 +19,7 @@ import pytest
 
 from procutil import SANDBOX_PYTHON
 from subagents.sandbox import landlock
+from subagents.sandbox.signals import _ABIS, LISTENER_CALLS
 from subagents.tools.base import ToolContext
 
 from .attacks import OneBackend, run
@@ -53,6 +54,32 @@ def work():
 t = threading.Thread(target=work); t.start(); t.join()'
 """
 """The command's own processes, groups and threads: all allowed."""
+
+OWN_LISTENER = """{python} - <<'EOF'
+import ctypes, struct, threading
+libc = ctypes.CDLL(None, use_errno=True)
+insns = [(0x20, 0, 0, 0), (0x15, 0, 1, {nr}), (0x06, 0, 0, 0x7FC00000), (0x06, 0, 0, 0x7FFF0000)]  # setpriority: notify
+code = ctypes.create_string_buffer(b"".join(struct.pack("<HBBI", *i) for i in insns))
+prog = ctypes.create_string_buffer(struct.pack("HxxxxxxQ", len(insns), ctypes.addressof(code)))
+def answer(fd):  # a thread outside the filter (made before it) that lets every call go on
+    while True:
+        n = ctypes.create_string_buffer(80)
+        if libc.ioctl(fd, 0xC0502100, n) != 0:
+            return
+        go_on = struct.pack("QqiI", *struct.unpack_from("Q", n), 0, 0, 1)
+        libc.ioctl(fd, 0xC0182101, ctypes.create_string_buffer(go_on))
+fds = []
+t = threading.Thread(target=lambda: [answer(fd) for fd in fds], daemon=True)
+fd = libc.syscall({seccomp}, 1, 8, prog)
+print(f"listener={{ctypes.get_errno() if fd < 0 else 0}}")
+if fd >= 0:
+    fds.append(fd)
+t.start()
+print(f"renice={{ctypes.get_errno() if libc.setpriority(0, {t}, 5) else 0}}")
+EOF
+"""
+"""The command installs a filter of its own that sends ``setpriority`` to its own listener, to answer "go on"
+itself (the newest filter's listener gets a call).  The kernel allows one listener per filter tree: ``EBUSY``."""
 
 
 @pytest.fixture
@@ -91,6 +118,14 @@ class SchedulingAttacks(OneBackend):
         assert _rcs(out) == {"renice": "1", "renice_group": "1", "taskset": "1", "chrt": "1", "ionice": "1",
                              "prio_user": "1", "ioprio_user": "1", "setaffinity": "1", "setscheduler": "1",
                              "setparam": "1"}, out  # 1: EPERM (the user 54321 has no process: ESRCH without it)
+        assert _scheduling(target) == before
+
+    async def test_the_command_cannot_answer_its_calls_itself(self, ctx: ToolContext, target: int) -> None:
+        before = _scheduling(target)
+        nr = _ABIS[platform.machine()][0].prio[0]
+        seccomp = LISTENER_CALLS[platform.machine()].split(",")[0]
+        out = await run(ctx, OWN_LISTENER.format(python=SANDBOX_PYTHON, nr=nr, seccomp=seccomp, t=target))
+        assert _rcs(out) == {"listener": "16", "renice": "1"}, out  # EBUSY; EPERM
         assert _scheduling(target) == before
 
     async def test_the_command_still_schedules_its_own_processes(self, ctx: ToolContext) -> None:
