@@ -426,9 +426,11 @@ TOOLCHAIN_SECRETS = {
     ".composer/auth.json": '{{"github-oauth": {{"github.com": "{m}"}}}}\n',
     "miniconda3/.condarc": "channels:\n  - https://conda.example.com/t/{m}/main\n",
     ".pyenv/versions/3.12.1/pip.conf": "[global]\nindex-url = https://u:{m}@pypi.example.com/simple\n",
+    ".local/share/mise/installs/python/3.12.1/pip.conf": "[global]\nindex-url = https://u:{m}@pypi.example.com/x\n",
+    ".cabal/config": "hackage.haskell.org\n  username: me\n  password: {m}\n",
 }
 TOOLCHAIN_BINS = (".nvm/versions/node/v20.11.0/bin", ".npm-global/bin", ".gem/ruby/3.2.0/bin", ".composer/vendor/bin",
-                  "miniconda3/bin", ".pyenv/shims")
+                  "miniconda3/bin", ".pyenv/shims", ".local/share/mise/shims", ".cabal/bin")
 
 
 async def test_tokens_inside_toolchains_read_back_stay_hidden(hh: HostHome, backend: str,
@@ -452,8 +454,8 @@ async def test_tokens_inside_toolchains_read_back_stay_hidden(hh: HostHome, back
     homes = " ".join(f"~/{d.split('/')[0]}" for d in TOOLCHAIN_BINS)
     a = await run(hh, backend, [
         sh(f"cat {' '.join('~/' + rel for rel in TOOLCHAIN_SECRETS)} 2>&1"),
-        sh(f"grep -rao {MARK_RE} {homes} 2>/dev/null | sort -u; tar cf - -C ~ .nvm .gem .composer miniconda3 "
-           f".npm-global .pyenv 2>/dev/null | grep -ao {MARK_RE}"),
+        sh(f"grep -rao {MARK_RE} {homes} ~/.local/share/mise 2>/dev/null | sort -u; tar cf - -C ~ .nvm .gem "
+           f".composer miniconda3 .npm-global .pyenv .local/share/mise .cabal 2>/dev/null | grep -ao {MARK_RE}"),
         sh("node-hello; cat ~/.nvm/versions/node/v20.11.0/etc/other ~/miniconda3/condarc.txt; ls ~/.gem/ruby"),
     ])
     assert_sealed(hh, a, before)

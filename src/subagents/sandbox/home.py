@@ -45,8 +45,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["CACHES", "COMPANIONS", "DATA_DIRS", "GIT_CONFIG", "TOOL_SECRETS", "home_reads", "private_home",
-           "reachable", "toolchain_dirs", "toolchain_secrets"]
+__all__ = ["CACHES", "COMPANIONS", "DATA_DIRS", "GIT_CONFIG", "TOOL_SECRETS", "TOOL_SECRETS_IN", "home_reads",
+           "private_home", "reachable", "toolchain_dirs", "toolchain_secrets"]
 
 DATA_DIRS = frozenset({".local", ".config", ".cache", ".var"})
 """Dot directories of home that many programs share (keyrings, browser profiles, caches): a ``PATH`` entry in
@@ -74,13 +74,18 @@ TOOL_SECRETS: tuple[str, ...] = (
     "etc/npmrc", "versions/node/*/etc/npmrc", "installs/nodejs/*/etc/npmrc", "installs/node/*/etc/npmrc",
     "node-versions/*/installation/etc/npmrc", "tools/image/node/*/etc/npmrc", ".npmrc",
     ".condarc", "condarc", "condarc.d", ".condarc.d", "pip.conf", "versions/*/pip.conf", "envs/*/pip.conf",
-    "credentials", "credentials.toml", "credentials.json", "auth.json",
+    "installs/python/*/pip.conf", "credentials", "credentials.toml", "credentials.json", "auth.json",
 )
 """Where a toolchain directory read back whole keeps its tokens (globs relative to it), hidden inside it: npm's
 global configuration (``$PREFIX/etc/npmrc``, where ``npm config set --global`` writes ``_authToken``: a prefix such
 as ``~/.npm-global``, and each Node of nvm, asdf, mise, fnm, volta), conda's ``.condarc`` (channel tokens), pip's
 site configuration (``$PREFIX/pip.conf``: an index URL with a password; pyenv's and conda's environments),
-RubyGems' ``~/.gem/credentials``, Composer's ``~/.composer/auth.json``."""
+RubyGems' ``~/.gem/credentials``, Composer's ``~/.composer/auth.json``; and per directory
+(:data:`TOOL_SECRETS_IN`) what is a secret in that toolchain only."""
+
+TOOL_SECRETS_IN: dict[str, tuple[str, ...]] = {".cabal": ("config",)}
+"""Secrets of one toolchain directory (by its name): cabal's ``config`` holds the Hackage upload password (a
+``config`` elsewhere, as cargo's, is what builds read)."""
 
 GIT_CONFIG: tuple[str, ...] = (".config/git/ignore", ".config/git/attributes")
 """git's user-wide ignore and attributes files, read back as they are.  Its configuration files (``~/.gitconfig``,
@@ -146,7 +151,7 @@ def toolchain_secrets(dirs: Iterable[Path]) -> list[Path]:
     >>> toolchain_secrets([Path("/nonexistent/h/.nvm")])
     []
     """
-    return [d / hit for d in dirs for pattern in TOOL_SECRETS
+    return [d / hit for d in dirs for pattern in (*TOOL_SECRETS, *TOOL_SECRETS_IN.get(d.name, ()))
             for hit in glob.glob(pattern, root_dir=d, include_hidden=True)]
 
 
