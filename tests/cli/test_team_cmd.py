@@ -15,7 +15,7 @@ from subagents.cli.team_cmd import board_lines
 from subagents.models import FunctionModel, ModelRequest, ModelResponse, ToolCall
 from subagents.store.sqlite import SQLiteStore
 from subagents.teams import open_team_store
-from subagents.teams.model import TaskRecord, TaskStatus
+from subagents.teams.model import MemberRecord, MemberStatus, TaskRecord, TaskStatus
 
 
 def script(req: ModelRequest) -> ModelResponse:
@@ -190,3 +190,39 @@ def test_the_board_is_measured_in_terminal_columns() -> None:
     gutter = [line for line in lines[2:] if "#2" in line]  # the second column starts where its header does
     assert gutter
     assert cols(gutter[0][: gutter[0].index("#2")]) == cols(lines[0][: lines[0].index("IN PROGRESS")])
+
+
+def test_delete_a_finished_team(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs_before = SQLiteStore(project / ".subagents" / "state.db")
+    try:
+        n_runs = len(runs_before.list_runs())
+    finally:
+        runs_before.close()
+    assert team("delete", "crew") == 0
+    assert capsys.readouterr().out.startswith("deleted team crew: 2 teammates, 3 tasks and its messages")
+    assert team("list") == 0
+    assert capsys.readouterr().out.strip() == "No teams."
+    store = SQLiteStore(project / ".subagents" / "state.db")
+    try:
+        assert open_team_store(store).get_team("crew") is None
+        assert len(store.list_runs()) == n_runs  # the lead's and the teammates' runs stay
+    finally:
+        store.close()
+    assert team("delete", "crew") == 2
+    assert "no team named 'crew' in this store (teams: none yet)" in capsys.readouterr().err
+
+
+def test_delete_refuses_a_team_whose_teammates_are_not_shut_down(project: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    store = SQLiteStore(project / ".subagents" / "state.db")
+    try:
+        ts = open_team_store(store)
+        ts.create_team("live", "", time.time())
+        ts.add_member(MemberRecord("live", "cy", "general-purpose", status=MemberStatus.IDLE))
+    finally:
+        store.close()
+    assert team("delete", "live") == 2
+    err = capsys.readouterr().err
+    assert "team 'live' was not deleted: its teammate cy (idle) is not shut down" in err, err
+    assert "Traceback" not in err
+    assert team("show", "live") == 0  # still there

@@ -1,7 +1,9 @@
-"""``subagents team``: look at the teams recorded in a project's store (issue 14).
+"""``subagents team``: look at the teams recorded in a project's store (issue 14), and delete the finished ones.
 
 ``team list`` shows every team (lead, members by status, tasks done); ``team show NAME`` shows one team's
-members, its task board (columns pending / in progress / completed) and its recent messages.  Both only read:
+members, its task board (columns pending / in progress / completed) and its recent messages.  ``team delete
+NAME`` deletes a team whose teammates are all shut down (its board and mailbox; the runs stay), as the lead's
+``team_delete`` does: a team stays in the store until then.  ``list`` and ``show`` only read:
 they open the store read-only, as the reading ``runs`` commands do (:mod:`.runs_store`; the teams through the
 run reader, :mod:`subagents.teams.sqlite_reader`), so they read a store the user may not write, take no lock a
 runtime would wait for, never start a runtime and never create, migrate or change a store (with none yet, they
@@ -28,7 +30,7 @@ from ..store.base import Store
 from ..teams.model import MailRecord, MemberRecord, MemberStatus, TaskRecord, TaskStatus, TeamRecord
 from ..teams.store import TeamStore
 from .common import cwd_option, store_option
-from .runs_store import NoStore, open_for_reading
+from .runs_store import NoStore, open_for_reading, open_for_writing
 from .runs_text import age, say
 
 __all__ = ["board_lines", "mail_lines", "member_lines", "team"]
@@ -39,7 +41,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _where(f: F) -> F:
     """``--cwd`` and ``--store``, accepted after the command as well as before it."""
-    return cwd_option("Project directory whose store to read (default: the current directory).")(store_option()(f))
+    return cwd_option("Project directory whose store to use (default: the current directory).")(store_option()(f))
 
 
 @click.group()
@@ -53,7 +55,8 @@ def team() -> None:
 
     list and show only read: they open the store read-only, so they read a store you may not write
     (another user's, a read-only mount), never create, migrate or change it, and take no lock a
-    running runtime would wait for.
+    running runtime would wait for.  delete removes a finished team (teams stay in the store until
+    their lead's team_delete, Team.delete() or this).
     """
 
 
@@ -139,8 +142,7 @@ def show(ctx: click.Context, name: str, as_json: bool, n_mail: int) -> int:
         ts = _teams(store)
         t = ts.get_team(name)
         if t is None:
-            known = ", ".join(x.name for x in ts.list_teams()) or "none yet"
-            raise UserError(f"no team named {name!r} in this store (teams: {known}); 'subagents team list' shows them")
+            raise _unknown(ts, name)
         lead = _lead(store, t)
         members, tasks, mail = ts.members(t.name), ts.tasks(t.name), ts.mail(t.name, n_mail) if n_mail else []
         runs = {m.agent_id: store.get_run(m.agent_id) for m in members if m.agent_id}
@@ -166,6 +168,45 @@ def show(ctx: click.Context, name: str, as_json: bool, n_mail: int) -> int:
     say(f"messages (the latest {len(mail)}):" if mail else "messages: none")
     for line in mail_lines(mail, width):
         say(line)
+    return 0
+
+
+def _unknown(ts: TeamStore, name: str) -> UserError:
+    known = ", ".join(x.name for x in ts.list_teams()) or "none yet"
+    return UserError(f"no team named {name!r} in this store (teams: {known}); 'subagents team list' shows them")
+
+
+@team.command("delete")
+@click.argument("name")
+@_where
+@click.pass_context
+def delete(ctx: click.Context, name: str) -> int:
+    """Delete a team whose teammates are all shut down: its members, task board and mailbox.
+
+    The runs of its lead and teammates stay ('subagents runs' shows them).  A team with a teammate
+    that is not shut down is refused: a runtime runs it (after a crash, the next Runtime on this
+    store resumes it); shut it down there first (the lead's team_shutdown, or Team.shutdown()).
+    """
+    from ..teams.model import TeamError
+
+    with open_for_writing(ctx) as store:
+        ts = _teams(store)
+        if ts.get_team(name) is None:
+            raise _unknown(ts, name)
+        members, tasks = ts.members(name), ts.tasks(name)
+        live = [f"{m.name} ({m.status.value.replace('_', ' ')})" for m in members
+                if m.status is not MemberStatus.SHUT_DOWN]
+        if live:
+            who = f"teammate {live[0]} is" if len(live) == 1 else f"teammates {', '.join(live)} are"
+            raise UserError(f"team {name!r} was not deleted: its {who} not shut down. The runtime that runs them "
+                            "shuts them down (the lead's team_shutdown, or Team.shutdown() in Python; after a crash "
+                            "the next Runtime on this store resumes them first); then delete the team")
+        try:
+            ts.delete_team(name)
+        except TeamError as e:  # (a teammate joined or woke since the look above)
+            raise UserError(f"team {name!r} was not deleted: {e}") from None
+    say(f"deleted team {name}: {len(members)} teammates, {len(tasks)} tasks and its messages (their runs stay: "
+        "'subagents runs' shows them)")
     return 0
 
 
