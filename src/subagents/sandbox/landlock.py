@@ -31,6 +31,8 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
 - in read-only mode (plan mode) only the temp dir is writable;
 - no TCP bind/connect unless ``network`` (ABI ≥ 4) and, with the network off, no new socket at
   all (the seccomp filter: UDP, raw sockets and UNIX sockets outside are out of Landlock's reach);
+- no truncation of what it may not write (ABI ≥ 3; before, ``truncate(2)`` by path is refused by the
+  seccomp filter: Landlock did not check it at all);
 - signals and abstract UNIX sockets scoped to the sandbox (ABI ≥ 6): a command cannot signal the
   runtime nor reach an abstract socket outside.  ``/proc/<pid>`` of processes outside the sandbox
   is not readable (Landlock's ptrace restriction), so neither is the runtime's environment.

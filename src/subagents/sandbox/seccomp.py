@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from .landlock import _libc
 
-__all__ = ["command_filters", "socket_filter"]
+__all__ = ["command_filters", "no_truncate_filter", "socket_filter"]
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -82,26 +82,68 @@ def socket_filter() -> Callable[[], None] | None:
     return install
 
 
-def command_filters(*, network: bool) -> Callable[[], None] | None:
-    """What a Landlock command gets: :func:`socket_filter` with the network off, and always a filter refusing
-    ``prlimit`` on another process (Landlock does not cover it: a command could set the runtime's limits, e.g.
-    ``--nofile=0`` or ``--cpu=1``, or end its reaper, :mod:`.supervisor`); ``None`` where neither is known."""
-    from .supervisor import no_prlimit_filter
+_TRUNCATE: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
+    "x86_64": ((0xC000003E, (76, _X32_BIT | 76)), (0x40000003, (92, 193))),
+    "aarch64": ((0xC00000B7, (45,)), (0x40000028, (92, 193))),
+    "riscv64": ((0xC00000F3, (45,)), (0x400000F3, (45,))),
+}
+"""Machine: ``(AUDIT_ARCH_*, the numbers of truncate (and truncate64))`` for each ABI a process can use there."""
 
-    sockets = None if network else socket_filter()
-    data = no_prlimit_filter()
-    if data is None:
-        return sockets
+
+def no_truncate_filter(machine: str | None = None) -> bytes | None:
+    """A filter (``struct sock_filter`` s) under which ``truncate(path)`` fails with ``EPERM``, ``None`` elsewhere.
+
+    Landlock handles truncation only from ABI 3 (Linux 6.2): before, ``truncate(2)`` by path was never checked, and
+    a command could empty any file of the user's — the run store, ``.git``, ``~/.bashrc`` — with
+    ``os.truncate(path, 0)``.  Opening a file with ``O_TRUNC`` and ``ftruncate`` on a descriptor opened for writing
+    are checked as writes (``truncate -s``, ``> file`` keep working where a command may write); what calls
+    ``truncate(2)`` itself (Go's ``os.Truncate``, Python's ``os.truncate`` of a path) gets ``EPERM`` there.
+    """
+    from .signals import assemble
+
+    abis = _TRUNCATE.get((machine or platform.machine()).lower())
+    if abis is None:
+        return None
+    prog: list[tuple[int, str | None, str | None, int] | str] = []
+    for i, (arch, nrs) in enumerate(abis):
+        nxt = f"abi{i + 1}" if i + 1 < len(abis) else "allow"
+        prog += [f"abi{i}", (_LD_ABS_W, None, None, _OFF_ARCH), (_JEQ_K, None, nxt, arch),
+                 (_LD_ABS_W, None, None, _OFF_NR), *((_JEQ_K, "eperm", None, nr) for nr in nrs),
+                 (_JEQ_K, "allow", "allow", 0)]
+    prog += ["allow", (_RET_K, None, None, _RET_ALLOW), "eperm", (_RET_K, None, None, _RET_ERRNO | errno.EPERM)]
+    return bytes.fromhex(assemble(prog))
+
+
+def _installer(data: bytes) -> Callable[[], None]:
+    """A function that installs the filter ``data`` in the calling process (everything allocated here)."""
     n = len(data) // ctypes.sizeof(_Insn)
     array = (_Insn * n).from_buffer_copy(data)
     prog = _Prog(n, ctypes.cast(array, ctypes.POINTER(_Insn)))
     prctl = _libc().prctl
 
     def install() -> None:
-        if sockets is not None:
-            sockets()
         keep = array  # the filter must stay alive until the call
         if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0 or keep is None:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+    return install
+
+
+def command_filters(*, network: bool, handles_truncate: bool = True) -> Callable[[], None] | None:
+    """What a Landlock command gets: :func:`socket_filter` with the network off, always a filter refusing
+    ``prlimit`` on another process (Landlock does not cover it: a command could set the runtime's limits, e.g.
+    ``--nofile=0`` or ``--cpu=1``, or end its reaper, :mod:`.supervisor`), and :func:`no_truncate_filter` unless
+    Landlock ``handles_truncate`` (ABI 3 and later); ``None`` where none is known."""
+    from .supervisor import no_prlimit_filter
+
+    parts = [] if network else [socket_filter()]
+    parts += [_installer(d) for d in (no_prlimit_filter(), None if handles_truncate else no_truncate_filter()) if d]
+    steps = [p for p in parts if p is not None]
+    if not steps:
+        return None
+
+    def install() -> None:
+        for step in steps:
+            step()
 
     return install

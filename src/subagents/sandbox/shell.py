@@ -289,7 +289,7 @@ class ShellSandbox:
         except OSError as e:
             raise SandboxUnavailable(f"Commands cannot run: the Landlock sandbox could not be set up ({e}). "
                                      f"{_HOW_TO}") from e
-        rs.seccomp = command_filters(network=self.policy.network)
+        rs.seccomp = command_filters(network=self.policy.network, handles_truncate=rs.abi >= 3)
         return rs
 
     def _seatbelt(self, temp_dir: Path, writable: bool) -> str:

@@ -37,7 +37,7 @@ import struct
 from functools import cache
 from typing import NamedTuple
 
-__all__ = ["LISTENER_CALLS", "handled_calls", "signal_filter"]
+__all__ = ["LISTENER_CALLS", "assemble", "handled_calls", "signal_filter"]
 
 _X32 = 0x40000000
 
@@ -121,10 +121,10 @@ def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | 
                  (_JEQ, "eperm", "allow", _SIOCSPGRP)]
     for name, value in _RETS.items():
         prog += [name, (_RET, None, None, value)]
-    return _assemble(prog)
+    return assemble(prog)
 
 
-def _assemble(prog: list[tuple[int, str | None, str | None, int] | str]) -> str:
+def assemble(prog: list[tuple[int, str | None, str | None, int] | str]) -> str:
     """Labels resolved to offsets (a jump lands ``1 + offset`` further on; no label: the next instruction)."""
     at: dict[str, int] = {}
     insns: list[tuple[int, str | None, str | None, int]] = []
