@@ -353,6 +353,40 @@ class AttackSuite:
         assert "REFUSED" in out  # the attempt really ran (and failed)
         assert unix_server.rsplit("/", 1)[1] not in out
 
+    async def test_no_unix_socket_of_the_host_with_the_network_on(self, ws: Path, home: Path,
+                                                                  unix_server: str) -> None:
+        # With the network on the command shares the host's network namespace (bubblewrap) or has none of its own
+        # (Landlock): the host's abstract sockets (an X server's: keystrokes into the desktop; containerd's shims)
+        # and, under Landlock, its pathname ones (docker.sock; the D-Bus session bus, whose systemd runs anything
+        # outside: systemd-run --user) were reachable.  Bubblewrap scopes abstract sockets (Landlock ABI >= 6) and
+        # masks /run; Landlock's seccomp filter refuses new UNIX sockets.  A command's own abstract socket works
+        # under bubblewrap; TCP and socketpair() work under both.
+        ctx = self.make(ws, home, network=True)
+        name = f"subagents-test-{uuid.uuid4().hex[:8]}"
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind("\0" + name)
+        listener.listen()
+        script = ("import socket, sys\n"
+                  "def reach(where):\n"
+                  "    try: socket.socket(socket.AF_UNIX).connect(where); return 'CONNECTED'\n"
+                  "    except OSError as e: return f'REFUSED {e.errno}'\n"
+                  "print('host_abstract', reach(b'\\0' + sys.argv[1].encode()))\n"
+                  "print('host_path', reach(sys.argv[2]))\n"
+                  "try:\n    own = socket.socket(socket.AF_UNIX); own.bind(b'\\0' + sys.argv[1].encode() + b'-own');"
+                  " own.listen(); print('own', reach(b'\\0' + sys.argv[1].encode() + b'-own'))\n"
+                  "except OSError as e: print('own', 'REFUSED', e.errno)\n"
+                  "a, b = socket.socketpair(); a.send(b'x'); print('pair', b.recv(1).decode())\n")
+        try:
+            out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {name} {unix_server}")
+        finally:
+            listener.close()
+        lines = dict(line.split(" ", 1) for line in out.splitlines() if line.split(" ", 1)[0] in (
+            "host_abstract", "host_path", "own", "pair"))
+        assert lines["host_abstract"].startswith("REFUSED"), out
+        assert lines["host_path"].startswith("REFUSED"), out
+        assert lines["pair"] == "x", out
+        assert lines["own"] == ("CONNECTED" if self.mode == "bwrap" else "REFUSED 13"), out
+
     async def test_cannot_signal_the_runtime(self, ctx: ToolContext) -> None:
         pid = os.getpid()
         out = await run(ctx, f"kill -0 {pid}; echo rc=$?; kill -9 {pid}; echo rc=$?")

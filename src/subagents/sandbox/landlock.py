@@ -30,16 +30,18 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
 - write in a private temp dir (``TMPDIR``) and on ``/dev/null``-like devices; nothing else;
 - in read-only mode (plan mode) only the temp dir is writable;
 - no TCP bind/connect unless ``network`` (ABI ≥ 4) and, with the network off, no new socket at
-  all (the seccomp filter: UDP, raw sockets and UNIX sockets outside are out of Landlock's reach);
+  all (the seccomp filter: UDP, raw sockets and UNIX sockets outside are out of Landlock's reach); with
+  it on, no new UNIX socket (``connect`` to ``/run/docker.sock``, the D-Bus session bus, an X server's
+  abstract socket is out of Landlock's reach: the seccomp filter refuses ``socket(AF_UNIX)``);
 - no truncation of what it may not write (ABI ≥ 3; before, ``truncate(2)`` by path is refused by the
   seccomp filter: Landlock did not check it at all);
 - signals and abstract UNIX sockets scoped to the sandbox (ABI ≥ 6): a command cannot signal the
   runtime nor reach an abstract socket outside.  ``/proc/<pid>`` of processes outside the sandbox
   is not readable (Landlock's ptrace restriction), so neither is the runtime's environment.
 
-Not covered (use bubblewrap where user namespaces are allowed): with ``network`` on, UNIX sockets
-outside (``/run/docker.sock``...) can be connected to (ABI 7 cannot restrict that; the seccomp
-filter is off with the network); ``chmod`` / ``chown`` / ``utime`` of files outside (Landlock does not
+Not covered (use bubblewrap where user namespaces are allowed): UNIX sockets of its own (a local server
+on a socket in ``$TMPDIR``: the filter cannot tell them from the host's); ``chmod`` / ``chown`` / ``utime`` of
+files outside (Landlock does not
 restrict metadata changes: a root runtime's command, capabilities dropped, can still ``chmod``
 files owned by root); processes that leave the command's process group (``setsid``) survive it.
 """
@@ -57,7 +59,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-__all__ = ["MASKED", "Ruleset", "abi_version", "build_ruleset"]
+__all__ = ["MASKED", "Ruleset", "abi_version", "build_ruleset", "scope_ruleset"]
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on every architecture
 _CREATE_RULESET_VERSION = 1
@@ -167,13 +169,14 @@ class Ruleset:
             os.close(self.fd)
             self.fd = -1
 
-    def confiner(self, *, in_child: bool) -> Callable[[], None]:
+    def confiner(self, *, in_child: bool, drop_caps: bool = True) -> Callable[[], None]:
         """A function that confines the calling thread and what it starts from then on.
 
         ``in_child=True``: for a ``preexec_fn`` (between fork and exec), with ``PR_SET_PDEATHSIG``;
         ``in_child=False``: for a short-lived thread of the runtime that then starts the command
         (see :mod:`.spawnthread`): every call below acts on the calling thread only.  Everything
-        is resolved here, before the call.
+        is resolved here, before the call.  ``drop_caps=False``: a root runtime's capabilities stay (what is
+        started is bubblewrap, which drops them itself).
         """
         libc = _libc()
         prctl, syscall, capset = libc.prctl, libc.syscall, libc.capset
@@ -188,7 +191,7 @@ class Ruleset:
                 prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
                 if os.getppid() != parent:  # the runtime died before the line above
                     os._exit(1)
-            if os.geteuid() == 0 or os.getuid() == 0:
+            if drop_caps and (os.geteuid() == 0 or os.getuid() == 0):
                 for cap in range(last_cap + 1):
                     prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
                 prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
@@ -202,6 +205,20 @@ class Ruleset:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self")
 
         return confine
+
+
+def scope_ruleset() -> Ruleset | None:
+    """A ruleset that scopes abstract UNIX sockets and nothing else (ABI ≥ 6; ``None`` before, or when it cannot be
+    made): for bubblewrap with the network on, whose command shares the host's network namespace, and so its
+    abstract sockets (an X server's, containerd's shims'), which this domain cannot reach; its own it can."""
+    abi = abi_version()
+    if abi < 6:
+        return None
+    attr = _RulesetAttr(0, 0, _SCOPE_ABSTRACT_UNIX)
+    try:
+        return Ruleset(_syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(_RulesetAttr), 0), abi)
+    except OSError:
+        return None
 
 
 @cache

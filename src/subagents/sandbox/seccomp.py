@@ -1,20 +1,20 @@
-"""A small seccomp filter for the Landlock backend: no new sockets when the network is off.
+"""Small seccomp filters for the Landlock backend: sockets, ``prlimit``, and ``truncate`` before ABI 3.
 
 Landlock (up to ABI 7) restricts TCP ``bind``/``connect`` only: UDP, raw and netlink sockets stay
 open, ``connect`` to a *pathname* UNIX socket outside the sandbox (``/run/docker.sock``, a git
-credential-cache daemon) is not restricted at all, and ``io_uring``'s socket operations bypass
+credential-cache daemon, the user's D-Bus session bus, whose systemd runs any command outside the sandbox:
+``systemd-run --user``) is not restricted at all, and ``io_uring``'s socket operations bypass
 seccomp.  Without a network namespace there is no loopback of its own to keep usable either (TCP to
-127.0.0.1 is refused by Landlock like any other), so with the network off the Landlock backend also
-installs this filter (in the child, after ``PR_SET_NO_NEW_PRIVS``):
+127.0.0.1 is refused by Landlock like any other), so the Landlock backend also installs this filter (in the
+child, after ``PR_SET_NO_NEW_PRIVS``):
 
-- ``socket(...)`` fails with ``EACCES``, whatever the family (``socketpair``, pipes and the
-  descriptors a command inherits keep working);
+- with the network off, ``socket(...)`` fails with ``EACCES``, whatever the family; with it on, a UNIX socket's
+  (``AF_UNIX``: ``socketpair``, pipes and the descriptors a command inherits keep working either way);
 - ``io_uring_setup`` fails with ``ENOSYS`` (programs fall back to ordinary system calls);
 - system calls of another ABI (32-bit ``socketcall``, x32) fail with ``ENOSYS``.
 
 Only x86-64 and aarch64 are described; elsewhere :func:`socket_filter` returns ``None`` and only
-Landlock's TCP rules apply.
-"""
+Landlock's TCP rules apply."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ __all__ = ["command_filters", "no_truncate_filter", "socket_filter"]
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_ABS_W, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
-_OFF_NR, _OFF_ARCH = 0, 4  # offsets in struct seccomp_data
+_OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16  # offsets in struct seccomp_data (the low half of args[0])
+_AF_UNIX = 1
 _X32_BIT = 0x40000000
 
 # machine: (AUDIT_ARCH_*, __NR_socket, __NR_io_uring_setup, has an x32 range)
@@ -45,41 +46,30 @@ class _Prog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Insn)))
 
 
-def _program(arch: int, nr_socket: int, nr_uring: int, x32: bool) -> list[tuple[int, int, int, int]]:
-    """The filter as ``(code, jt, jf, k)`` instructions; a jump lands ``1 + offset`` further on."""
-    deny_access, deny_nosys = 7, 8  # indexes of the return instructions
-    return [
-        (_LD_ABS_W, 0, 0, _OFF_ARCH),
-        (_JEQ_K, 0, deny_nosys - 2, arch),                               # 1: another ABI -> ENOSYS
-        (_LD_ABS_W, 0, 0, _OFF_NR),
-        (_JGE_K, deny_nosys - 4, 0, _X32_BIT if x32 else 0xFFFFFFFF),    # 3: x32 numbers -> ENOSYS
-        (_JEQ_K, deny_access - 5, 0, nr_socket),                         # 4: socket -> EACCES
-        (_JEQ_K, deny_nosys - 6, 0, nr_uring),                           # 5: io_uring_setup -> ENOSYS
-        (_RET_K, 0, 0, _RET_ALLOW),                                      # 6
-        (_RET_K, 0, 0, _RET_ERRNO | errno.EACCES),                       # 7
-        (_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS),                       # 8
-    ]
+def _program(arch: int, nr_socket: int, nr_uring: int, x32: bool, *, unix_only: bool = False) -> bytes:
+    """The filter (``struct sock_filter`` s): ``socket`` refused (``unix_only``: an ``AF_UNIX`` one only)."""
+    from .signals import assemble
+
+    prog: list[tuple[int, str | None, str | None, int] | str] = [
+        (_LD_ABS_W, None, None, _OFF_ARCH), (_JEQ_K, None, "nosys", arch),  # another ABI -> ENOSYS
+        (_LD_ABS_W, None, None, _OFF_NR), (_JGE_K, "nosys", None, _X32_BIT if x32 else 0xFFFFFFFF),  # x32 -> ENOSYS
+        (_JEQ_K, "socket", None, nr_socket), (_JEQ_K, "nosys", "allow", nr_uring),  # io_uring_setup -> ENOSYS
+        "socket"]
+    if unix_only:
+        prog += [(_LD_ABS_W, None, None, _OFF_ARG0), (_JEQ_K, "access", "allow", _AF_UNIX)]
+    prog += ["access", (_RET_K, None, None, _RET_ERRNO | errno.EACCES), "allow", (_RET_K, None, None, _RET_ALLOW),
+             "nosys", (_RET_K, None, None, _RET_ERRNO | errno.ENOSYS)]
+    return bytes.fromhex(assemble(prog))
 
 
-def socket_filter() -> Callable[[], None] | None:
-    """A function that installs the filter in the calling process (for a ``preexec_fn``), or ``None``.
+def socket_filter(*, unix_only: bool = False) -> Callable[[], None] | None:
+    """A function that installs the filter in the calling process (for a ``preexec_fn``), or ``None``;
+    ``unix_only``: the network is on, only new UNIX sockets are refused.
 
     Everything is allocated here, in the parent; the returned function makes one ``prctl`` call.
     """
     spec = _ARCHES.get(platform.machine())
-    if spec is None:
-        return None
-    insns = _program(*spec)
-    array = (_Insn * len(insns))(*(_Insn(*i) for i in insns))
-    prog = _Prog(len(insns), ctypes.cast(array, ctypes.POINTER(_Insn)))
-    prctl = _libc().prctl
-
-    def install() -> None:
-        keep = array  # the filter must stay alive until the call
-        if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0 or keep is None:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
-
-    return install
+    return None if spec is None else _installer(_program(*spec, unix_only=unix_only))
 
 
 _TRUNCATE: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
@@ -130,13 +120,14 @@ def _installer(data: bytes) -> Callable[[], None]:
 
 
 def command_filters(*, network: bool, handles_truncate: bool = True) -> Callable[[], None] | None:
-    """What a Landlock command gets: :func:`socket_filter` with the network off, always a filter refusing
-    ``prlimit`` on another process (Landlock does not cover it: a command could set the runtime's limits, e.g.
-    ``--nofile=0`` or ``--cpu=1``, or end its reaper, :mod:`.supervisor`), and :func:`no_truncate_filter` unless
-    Landlock ``handles_truncate`` (ABI 3 and later); ``None`` where none is known."""
+    """What a Landlock command gets: :func:`socket_filter` (all new sockets refused with the network off, UNIX ones
+    with it on), a filter refusing ``prlimit`` on another process (Landlock does not cover it: a command could set
+    the runtime's limits, e.g. ``--nofile=0`` or ``--cpu=1``, or end its reaper, :mod:`.supervisor`), and
+    :func:`no_truncate_filter` unless Landlock ``handles_truncate`` (ABI 3 and later); ``None`` where none is
+    known."""
     from .supervisor import no_prlimit_filter
 
-    parts = [] if network else [socket_filter()]
+    parts = [socket_filter(unix_only=network)]
     parts += [_installer(d) for d in (no_prlimit_filter(), None if handles_truncate else no_truncate_filter()) if d]
     steps = [p for p in parts if p is not None]
     if not steps:

@@ -238,7 +238,7 @@ class ShellSandbox:
             prefix = _bwrap.bwrap_argv(binary, self.workspace, network=self.policy.network, writable=writable,
                                        cwd=kwargs["cwd"], flags=flags, hidden=hidden, guard=state.watch)
             env["TMPDIR"] = "/tmp"  # private to the command
-            return await asyncio.create_subprocess_exec(*prefix, *argv, **kwargs)
+            return await _bwrap.start(binary, [*prefix, *argv], network=self.policy.network, **kwargs)
         state.temp_dir = tempfile.mkdtemp(prefix="subagents-cmd-")
         _TEMP_DIRS.add(state.temp_dir)
         env["TMPDIR"] = state.temp_dir
