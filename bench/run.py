@@ -306,7 +306,7 @@ def render(s: dict[str, dict[str, Any]], peers: list[str], ns: list[int], versio
              ("(7) `bash true`, no sandbox (mode off: the reaper), ms", "bash_off_ms", 2, None),
              ("(7) `bash true`, bubblewrap, ms", "bash_bwrap_ms", 2, None),
              ("(7) `bash true`, Landlock, ms", "bash_landlock_ms", 2, None),
-             ("(7) `bash true`, Landlock before Linux 6.12 (its reaper decides its signals), ms", "bash_landlock<6_ms", 2, None),
+             ("(7) `bash true`, Landlock before Linux 6.12 (reaper decides), ms", "bash_landlock<6_ms", 2, None),
              ("(7) … bubblewrap's added cost, ms", "bash_bwrap_added_ms", 2, "bash_bwrap_added_ms")]
     py_peer = s.get("peers-python", {}).get("python_ms")
 
