@@ -41,9 +41,9 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
 
 Not covered (use bubblewrap where user namespaces are allowed): UNIX sockets of its own (a local server
 on a socket in ``$TMPDIR``: the filter cannot tell them from the host's); ``chmod`` / ``chown`` / ``utime`` of
-files outside (Landlock does not
-restrict metadata changes: a root runtime's command, capabilities dropped, can still ``chmod``
-files owned by root); processes that leave the command's process group (``setsid``) survive it.
+files outside (Landlock does not restrict metadata changes: a root runtime's command, capabilities dropped,
+can still ``chmod`` files owned by root); processes that leave the command's process group (``setsid``) survive
+it.
 """
 
 from __future__ import annotations
