@@ -56,7 +56,7 @@ DOC_MODULES = [
     "subagents.definitions.model", "subagents.authority.rules", "subagents.authority.permissions",
     "subagents.authority.approvals", "subagents.authority.names", "subagents.authority.hooks",
     "subagents.sandbox.env", "subagents.sandbox.home", "subagents.sandbox.gitident", "subagents.sandbox.policy",
-    "subagents.sandbox.workspace",
+    "subagents.sandbox.workspace", "subagents.sandbox.spawnthread",
     "subagents.engines.local", "subagents.engines.inline", "subagents.ids", "subagents.runtime.notices",
     "subagents.trust", "subagents.markup",
 ]

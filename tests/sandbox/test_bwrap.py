@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,25 @@ class TestBwrap(AttackSuite):
         out = await task
         assert STORE not in out
         assert out.splitlines()[:3] == [".", "..", "agents"]  # config.toml, state.db* are hidden
+
+    async def test_commands_with_the_network_on_live_while_another_thread_is_busy(self, ws: Path, home: Path) -> None:
+        # bubblewrap's --die-with-parent kills it when the *thread* that started it ends.  With the network on it was
+        # started from a helper thread that ended right after: when that thread ended late (another thread holding
+        # the GIL), bwrap had armed the signal and was killed: 2% of such commands, 77% with a busy thread.
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set():
+                sum(range(1000))
+
+        busy = threading.Thread(target=spin, daemon=True)
+        busy.start()
+        try:
+            outs = [await run(self.make(ws, home, network=True), "echo hi") for _ in range(20)]
+        finally:
+            stop.set()
+            busy.join()
+        assert outs == ["hi\nexit code 0"] * 20
 
     async def test_the_private_tmp_is_usable(self, ctx: ToolContext) -> None:
         out = await run(ctx, "echo hi > $TMPDIR/f && cat /tmp/f && ls /run | wc -l")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -79,18 +80,39 @@ async def start(binary: str, argv: list[str], *, network: bool, **kwargs: Any) -
     """Start ``argv`` (``bwrap`` and its arguments).  With the network on the command shares the host's network
     namespace, and with it the host's abstract UNIX sockets (an X server's: keystrokes into the user's desktop;
     containerd's shims'): it is started in a Landlock domain that scopes them (:func:`.landlock.scope_ruleset`, ABI
-    ≥ 6; not for a setuid ``bwrap``, which ``PR_SET_NO_NEW_PRIVS`` would stop)."""
+    ≥ 6; not for a setuid ``bwrap``, which ``PR_SET_NO_NEW_PRIVS`` would stop).  That domain is one thread's that
+    lives as long as the runtime (:func:`_scoped_spawner`): ``--die-with-parent`` kills ``bwrap`` when the thread
+    that started it ends, and every such command of this process shares it (they reach each other's abstract
+    sockets, as they reach each other's ports on the shared loopback)."""
+    from . import spawnthread
+
+    spawner = None
+    if network and spawnthread.available() and not os.stat(binary).st_mode & stat.S_ISUID:
+        spawner = _scoped_spawner()
+    if spawner is None:
+        return await asyncio.create_subprocess_exec(*argv, **kwargs)
+    return await spawnthread.create_from(spawner, *argv, **kwargs)
+
+
+@cache
+def _scoped_spawner() -> Callable[[Callable[[], None]], None] | None:
+    """The thread that starts bubblewrap with the network on, in a domain that scopes abstract sockets (``None``
+    where Landlock cannot scope them: before ABI 6)."""
     from . import landlock, spawnthread
 
-    rs = None
-    if network and spawnthread.available() and not os.stat(binary).st_mode & stat.S_ISUID:
+    if landlock.abi_version() < 6:
+        return None
+
+    def confine() -> None:  # in the spawner's thread (again in a forked child process: a ruleset of its own)
         rs = landlock.scope_ruleset()
-    if rs is None:
-        return await asyncio.create_subprocess_exec(*argv, **kwargs)
-    try:
-        return await spawnthread.create_confined(rs.confiner(in_child=False, drop_caps=False), *argv, **kwargs)
-    finally:
-        rs.close()
+        if rs is None:
+            raise OSError(errno.ENOMEM, "landlock_create_ruleset failed: cannot scope the command's abstract sockets")
+        try:
+            rs.confiner(in_child=False, drop_caps=False)()
+        finally:
+            rs.close()
+
+    return spawnthread.Spawner(confine)
 
 
 def _under(p: str, d: str) -> bool:
