@@ -9,6 +9,7 @@ the tests whose outcome differs, saying why.
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import os
 import shutil
@@ -344,6 +345,95 @@ class AttackSuite:
         ctx = self.make(ws, home, network=True)
         await run(ctx, f"echo hi > /dev/udp/127.0.0.1/{udp_server.getsockname()[1]}")
         assert udp_server.recv(100) == b"hi\n"
+
+    async def test_cannot_change_the_mode_of_what_lies_outside(self, ctx: ToolContext, ws: Path, place: Path,
+                                                                 home: Path) -> None:
+        # Landlock has no right for chmod: a command could `chmod 000 ~` (the user's home locked), make a key
+        # world-readable, or (a root runtime: the command's uid owns /etc) `chmod 666 /etc/shadow`.  Every chmod
+        # call is tried: by path, through a symlink in the workspace, relative to a directory descriptor, on a
+        # descriptor opened for reading, fchmodat2 with AT_SYMLINK_NOFOLLOW.  In the workspace and $TMPDIR it works.
+        outside = place / "outside"
+        outside.mkdir()
+        target = outside / "key"
+        target.write_text("k")
+        os.chmod(target, 0o600)
+        os.chmod(outside, 0o700)
+        (ws / "src" / "f").write_text("f")
+        (ws / "src" / "link").symlink_to(target)
+        script = ("import os, sys, ctypes\n"
+                  "def t(name, f):\n"
+                  "    try: f(); print(name, 'DONE')\n"
+                  "    except OSError as e: print(name, 'REFUSED', e.errno)\n"
+                  "k, d = sys.argv[1], sys.argv[2]\n"
+                  "t('path', lambda: os.chmod(k, 0o644))\n"
+                  "t('dir', lambda: os.chmod(d, 0o777))\n"
+                  "t('link', lambda: os.chmod('src/link', 0o644))\n"
+                  "t('home', lambda: os.chmod(sys.argv[3], 0o777))\n"
+                  "fd = os.open(d, os.O_RDONLY)\n"
+                  "t('at', lambda: os.chmod('key', 0o644, dir_fd=fd))\n"
+                  "t('fd', lambda: os.fchmod(os.open(k, os.O_RDONLY), 0o644))\n"
+                  "libc = ctypes.CDLL(None, use_errno=True)\n"
+                  "def at2(path, flags):\n"
+                  "    if libc.syscall(452, -100, path.encode(), 0o644, flags) != 0:\n"
+                  "        raise OSError(ctypes.get_errno(), 'fchmodat2')\n"
+                  "t('at2', lambda: at2(k, 0))\n"
+                  "t('at2_nofollow', lambda: at2(k, 0x100))\n"
+                  "t('own', lambda: os.chmod('src/f', 0o755))\n"
+                  "t('own_at2', lambda: at2('src/f', 0x100))\n"
+                  "tmp = os.path.join(os.environ['TMPDIR'], 't'); open(tmp, 'w').close()\n"
+                  "t('tmp', lambda: os.chmod(tmp, 0o700))\n"
+                  "t('own_link_nofollow', lambda: at2('src/link', 0x100))\n"
+                  "t('missing', lambda: os.chmod('src/nothing', 0o644))\n"
+                  "t('own_nofollow', lambda: os.chmod('src/f', 0o600, follow_symlinks=False))\n"
+                  "t('nofollow', lambda: os.chmod(k, 0o644, follow_symlinks=False))\n"
+                  "def proc(p, m): os.chmod('/proc/self/fd/%d' % os.open(p, os.O_PATH), m)\n"
+                  "t('own_proc', lambda: proc('src/f', 0o640))\n"
+                  "t('proc', lambda: proc(k, 0o644))\n")
+        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {target} {outside} {home}")
+        lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+        for name in ("path", "dir", "link", "at", "fd", "at2", "at2_nofollow", "nofollow", "proc"):  # (not "home":
+            # bubblewrap's is a tmpfs of its own)
+            assert lines[name].startswith("REFUSED"), out
+        assert os.stat(target).st_mode & 0o7777 == 0o600
+        assert os.stat(outside).st_mode & 0o7777 == 0o700
+        assert os.stat(home).st_mode & 0o7777 != 0o777
+        assert lines["own"] == "DONE", out
+        assert lines["tmp"] == "DONE", out
+        assert lines["own_at2"] == "DONE", out
+        assert lines["own_nofollow"] == "DONE", out
+        assert lines["own_proc"] == "DONE", out
+        assert (ws / "src" / "f").stat().st_mode & 0o7777 == 0o640  # 0o755, 0o644 (fchmodat2), 0o600, 0o640
+        assert lines["missing"] == f"REFUSED {errno.ENOENT}", out
+        assert lines["own_link_nofollow"].startswith("REFUSED"), out  # a symlink's own mode: EOPNOTSUPP (or EPERM)
+
+    async def test_no_race_changes_the_mode_of_what_lies_outside(self, ctx: ToolContext, ws: Path, place: Path
+                                                                  ) -> None:
+        # Whoever decides a chmod must act on what it checked: one thread swaps a workspace symlink between a file
+        # of the workspace and one outside, another rewrites the path in the very buffer a third passes to chmod,
+        # while both call chmod as fast as they can for a second.
+        target = place / "key"
+        target.write_text("k")
+        os.chmod(target, 0o600)
+        (ws / "src" / "f").write_text("f")
+        script = ("import os, sys, ctypes, threading, time\n"
+                  "k = sys.argv[1]; os.symlink('f', 'src/a'); os.symlink(k, 'src/b')\n"
+                  "inside, outside = b'src/f'.ljust(len(k) + 1, bytes(1)), k.encode() + bytes(1)\n"
+                  "buf = ctypes.create_string_buffer(inside, len(outside) + 8)\n"
+                  "libc = ctypes.CDLL(None, use_errno=True); end = time.time() + 1; done = [0, 0]\n"
+                  "def swap():\n"
+                  "    while time.time() < end:\n"
+                  "        os.symlink('a', 'src/t'); os.replace('src/t', 'src/l'); os.symlink('b', 'src/t')\n"
+                  "        os.replace('src/t', 'src/l'); ctypes.memmove(buf, outside, len(outside))\n"
+                  "        ctypes.memmove(buf, inside, len(inside))\n"
+                  "def hit(i):\n"
+                  "    while time.time() < end:\n"
+                  "        done[i] += libc.chmod(b'src/l' if i else buf, 0o666) == 0\n"
+                  "ts = [threading.Thread(target=f, args=a) for f, a in ((swap, ()), (hit, (0,)), (hit, (1,)))]\n"
+                  "[t.start() for t in ts]; [t.join() for t in ts]; print('done', done)\n")
+        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {target}")
+        assert "done [" in out, out
+        assert os.stat(target).st_mode & 0o7777 == 0o600, out
+        assert (ws / "src" / "f").stat().st_mode & 0o7777 == 0o666, out  # the calls on the workspace's file did work
 
     async def test_cannot_connect_to_a_unix_socket_of_the_host(self, ctx: ToolContext, unix_server: str) -> None:
         script = ("import socket, sys\ntry: socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print('CONNECTED')"

@@ -104,15 +104,18 @@ def test_the_filter_sends_signal_calls_to_the_handler_and_refuses_what_it_cannot
             assert [_verdict(prog, abi.arch, nr, req) for req in (0x8901, 0x8902, 0x5401, 0x5421)] == [EPERM] * 2 + [
                 ALLOW] * 2
         _schedules(prog, abi)
-        listed = {*abi.signals, *abi.pidfd, *abi.fcntl, *abi.ioctl, *abi.prio, *abi.ioprio, *abi.sched}
+        listed = {*abi.signals, *abi.pidfd, *abi.fcntl, *abi.ioctl, *abi.prio, *abi.ioprio, *abi.sched,
+                  *(nr for nrs in abi.chmod for nr in nrs)}
         for nr in (0, 1, 59, 221, 435, 0x40000000 | 1):  # read, write, execve...: allowed
             if nr not in listed:
                 assert _verdict(prog, abi.arch, nr, 8) == ALLOW, (abi, nr)
     assert _verdict(prog, 0x12345678, 62) == ALLOW  # no such ABI here
     assert len({abi.arch for abi in abis}) == len(abis)
     kinds = handled_calls(machine).split(",")
-    assert len(kinds) == sum(len(abi.fcntl) + len(abi.prio) + len(abi.ioprio) for abi in abis)
-    assert {k.rsplit(":", 1)[1] for k in kinds} == {"f", "p", "i"}
+    assert len(kinds) == sum(len(abi.fcntl) + len(abi.prio) + len(abi.ioprio) + sum(map(len, abi.chmod))
+                             for abi in abis)
+    with_chmod = {"m"} if machine != "riscv64" else set()  # (riscv64 has no chmod(2), only fchmodat)
+    assert {k.rsplit(":", 1)[1] for k in kinds} == {"f", "p", "i", "d", "a", "M"} | with_chmod
     assert signal_filter("sparc64") is None
 
 
@@ -130,7 +133,11 @@ def test_with_the_scope_only_the_scheduling_calls_are_filtered(machine: str) -> 
 
 
 def _schedules(prog: str, abi: Any) -> None:
-    """Scheduling calls: on the caller (0) allowed, on the user refused, on another process to the handler."""
+    """Scheduling calls: on the caller (0) allowed, on the user refused, on another process to the handler; every
+    chmod call to the handler (it carries them out where the command may write)."""
+    assert all(nrs for nrs in abi.chmod[1:]), abi  # fchmod, fchmodat, fchmodat2 on every ABI
+    for nr in (nr for nrs in abi.chmod for nr in nrs):
+        assert _verdict(prog, abi.arch, nr, 0, 0o755) == NOTIFY, (abi, nr)
     for nr in (*abi.prio, *abi.ioprio):
         user = 2 if nr in abi.prio else 3  # PRIO_USER, IOPRIO_WHO_USER
         for which in (0, 1, 2) if nr in abi.prio else (1, 2, 3):

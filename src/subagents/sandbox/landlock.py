@@ -37,13 +37,16 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
   seccomp filter: Landlock did not check it at all);
 - signals and abstract UNIX sockets scoped to the sandbox (ABI ≥ 6): a command cannot signal the
   runtime nor reach an abstract socket outside.  ``/proc/<pid>`` of processes outside the sandbox
-  is not readable (Landlock's ptrace restriction), so neither is the runtime's environment.
+  is not readable (Landlock's ptrace restriction), so neither is the runtime's environment;
+- ``chmod`` only where it may write: Landlock has no right for it (``chmod 000 ~``, a key made world-readable, or,
+  a root runtime's command, ``chmod 666 /etc/shadow``), so every ``chmod``, ``fchmod``, ``fchmodat`` and
+  ``fchmodat2`` goes to the command's reaper, which opens the target itself, checks what it opened against
+  :attr:`Ruleset.write_areas` and changes the mode of that (:mod:`.signals`, :mod:`.supervisor`): ~60 µs a call.
 
 Not covered (use bubblewrap where user namespaces are allowed): UNIX sockets of its own (a local server
-on a socket in ``$TMPDIR``: the filter cannot tell them from the host's); ``chmod`` / ``chown`` / ``utime`` of
-files outside (Landlock does not restrict metadata changes: a root runtime's command, capabilities dropped,
-can still ``chmod`` files owned by root); processes that leave the command's process group (``setsid``) survive
-it.
+on a socket in ``$TMPDIR``: the filter cannot tell them from the host's); ``chown`` / ``utime`` / extended
+attributes of files outside (Landlock does not restrict them; without capabilities ``chown`` gives a file only
+to one of the user's groups); processes that leave the command's process group (``setsid``) survive it.
 """
 
 from __future__ import annotations
@@ -162,6 +165,9 @@ class Ruleset:
     fd: int
     abi: int
     seccomp: Callable[[], None] | None = None
+    # where a command may change modes (its reaper decides its chmod calls, :mod:`.signals`): its temp dir, the
+    # workspace (``""``: not writable) but its root, and the paths in it that are not written (nor their parents)
+    write_areas: tuple[str, ...] = ()
 
     def close(self) -> None:
         """Close the ruleset's file descriptor (the child got its own copy at fork)."""
@@ -274,8 +280,8 @@ def build_ruleset(*, root: Path, writable: bool, readonly: Sequence[Path], hidde
         _expand(ws, READ, hidden_set, grants)  # the workspace may itself live under /tmp (or home)
         for p in (*extra_read, *(Path(os.path.realpath(r)) for r in home_read if home is not None)):
             _expand(str(p), READ, hidden_set, grants)
+        no_write = hidden_set | frozenset(str(p) for p in readonly)
         if writable:  # never the root itself: new top-level names could be protected ones
-            no_write = hidden_set | frozenset(str(p) for p in readonly)
             for child in _children(ws):
                 _expand(child, WRITE, no_write, grants)
         grants[ws] = grants.get(ws, 0) | READ_DIR  # list all of the workspace, the store's names included
@@ -290,4 +296,5 @@ def build_ruleset(*, root: Path, writable: bool, readonly: Sequence[Path], hidde
     except BaseException:
         os.close(fd)
         raise
-    return Ruleset(fd, abi)
+    inside = sorted(p for p in no_write if p.startswith(ws.rstrip("/") + "/")) if writable else ()
+    return Ruleset(fd, abi, write_areas=(os.path.realpath(tmp), ws if writable else "", *inside))

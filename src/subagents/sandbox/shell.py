@@ -224,10 +224,8 @@ class ShellSandbox:
         if _HAVE_PROC:  # tag the processes (see the module docstring)
             state.tag = secrets.token_hex(8)
             env[TAG_VAR] = state.tag
-        if backend in ("off", "landlock"):  # no PID namespace: a reaper makes sure nothing outlives the command
-            argv = self._supervised(argv, env, kwargs["cwd"], landlock=backend == "landlock")
-        if backend == "off":
-            return await asyncio.create_subprocess_exec(*argv, **kwargs)
+        if backend == "off":  # no PID namespace: a reaper makes sure nothing outlives the command
+            return await asyncio.create_subprocess_exec(*self._supervised(argv, env, kwargs["cwd"]), **kwargs)
         if backend == "bwrap":
             binary, flags, _ = backends.probe_bwrap()
             assert binary is not None
@@ -251,7 +249,8 @@ class ShellSandbox:
         from . import spawnthread
 
         ruleset = self._landlock(Path(state.temp_dir), writable)
-        try:
+        try:  # a reaper makes sure nothing outlives the command, and decides its calls Landlock does not cover
+            argv = self._supervised(argv, env, kwargs["cwd"], ruleset)
             if spawnthread.available():
                 return await spawnthread.create_confined(ruleset.confiner(in_child=False), *argv, **kwargs)
             return await asyncio.create_subprocess_exec(*argv, preexec_fn=ruleset.confiner(in_child=True), **kwargs)
@@ -259,7 +258,7 @@ class ShellSandbox:
             ruleset.close()
 
     @staticmethod
-    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, *, landlock: bool) -> list[str]:
+    def _supervised(argv: list[str], env: dict[str, str], cwd: Path, landlock: Ruleset | None = None) -> list[str]:
         """``argv`` under the :mod:`.supervisor` (when it can run here); a missing program raises as it did."""
         program = argv[0]
         found = (os.path.join(cwd, program) if "/" in program else shutil.which(program, path=env.get("PATH")))
@@ -267,7 +266,8 @@ class ShellSandbox:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
         if not os.access(found, os.X_OK):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
-        return supervisor_argv(argv, env=env, command_only=[TAG_VAR], landlock=landlock) or argv
+        return supervisor_argv(argv, env=env, command_only=[TAG_VAR], landlock=landlock is not None,
+                               write_areas=landlock.write_areas if landlock is not None else ()) or argv
 
     def _hidden(self) -> list[Path]:
         """The hidden paths as a command reaches them (:func:`.home.reachable`: the grant or mask lands on each)."""

@@ -1,4 +1,5 @@
-"""What a Landlock command may do to other processes: signals before Landlock's scope (ABI < 6), scheduling always.
+"""What a Landlock command may do to other processes (signals before Landlock's scope, ABI < 6; scheduling), and
+where it may change modes (``chmod``).
 
 Landlock scopes signals only from ABI 6 (Linux 6.12): before that a command could signal every process of the user
 (``kill -9 -1`` or ``pkill python`` ended the runtime, ``kill -9 $PPID`` its reaper, then nothing stopped what it
@@ -17,7 +18,13 @@ gets a seccomp filter whose calls on another process the command's **reaper** de
   possible on it: ``F_SETOWN`` to the runtime's pid, then a write, was a ``kill``); ``F_SETOWN_EX`` and the
   ``ioctl`` s ``FIOSETOWN`` and ``SIOCSPGRP``, whose pid the filter cannot see, fail with ``EPERM``;
   ``pidfd_send_signal`` fails with ``ENOSYS`` (a pidfd, or a ``/proc/<pid>`` directory, names any process; the
-  programs that use it fall back to ``kill``).
+  programs that use it fall back to ``kill``);
+- ``chmod``, ``fchmod``, ``fchmodat`` and ``fchmodat2`` always go to the reaper (Landlock has no right for them:
+  ``chmod 000 ~`` worked), which carries each out itself: it reads the path from the caller's memory, opens it
+  (``O_PATH``; relative to the caller's working directory or directory descriptor, ``/proc/self`` being the
+  caller's), checks the real path of *what it opened* against the areas the command may write
+  (:attr:`.landlock.Ruleset.write_areas`), then changes the mode of that: a path rewritten or a symlink swapped
+  meanwhile changes nothing (let through after a check, the call could find another file).  Elsewhere ``EPERM``.
 
 The reaper lets a call proceed only when its target is the command's own: a process (or thread) descending from
 the reaper (every process the command starts does, however it detaches: the reaper is their subreaper), the
@@ -51,16 +58,21 @@ class _Abi(NamedTuple):
     prio: tuple[int, ...]  # setpriority: on the user refused, on another process or group to the reaper
     ioprio: tuple[int, ...]  # ioprio_set: the same
     sched: tuple[int, ...]  # sched_setparam, _setscheduler, _setaffinity, _setattr: another process's to the reaper
+    # chmod, fchmod, fchmodat, fchmodat2: the reaper does them where the command may write, refuses them elsewhere
+    chmod: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), (), ())
 
 
-_GENERIC = _Abi(0, (129, 130, 131, 138, 240), (424,), (25,), (29,), (140,), (30,), (118, 119, 122, 274))
-_ARM32 = _Abi(0x40000028, (37, 238, 268, 178, 363), (424,), (55, 221), (54,), (97,), (314,), (154, 156, 241, 380))
+_GENERIC = _Abi(0, (129, 130, 131, 138, 240), (424,), (25,), (29,), (140,), (30,), (118, 119, 122, 274),
+                ((), (52,), (53,), (452,)))
+_ARM32 = _Abi(0x40000028, (37, 238, 268, 178, 363), (424,), (55, 221), (54,), (97,), (314,), (154, 156, 241, 380),
+              ((15,), (94,), (333,), (452,)))
 _ABIS: dict[str, tuple[_Abi, ...]] = {
     "x86_64": (_Abi(0xC000003E, (62, 200, 234, 129, 297, *(_X32 | n for n in (62, 200, 234, 524, 536))),
                     (424, _X32 | 424), (72, _X32 | 72), (16, _X32 | 514), (141, _X32 | 141), (251, _X32 | 251),
-                    (142, 144, 203, 314, *(_X32 | n for n in (142, 144, 203, 314)))),
+                    (142, 144, 203, 314, *(_X32 | n for n in (142, 144, 203, 314))),
+                    ((90, _X32 | 90), (91, _X32 | 91), (268, _X32 | 268), (452, _X32 | 452))),
                _Abi(0x40000003, (37, 238, 270, 178, 335), (424,), (55, 221), (54,), (97,), (289,),
-                    (154, 156, 241, 351))),
+                    (154, 156, 241, 351), ((15,), (94,), (306,), (452,)))),
     "aarch64": (_GENERIC._replace(arch=0xC00000B7), _ARM32),
     "riscv64": (_GENERIC._replace(arch=0xC00000F3), _GENERIC._replace(arch=0x400000F3)),
 }
@@ -87,9 +99,11 @@ def _machine(machine: str | None) -> tuple[_Abi, ...] | None:
 def handled_calls(machine: str | None = None) -> str:
     """The calls whose target the reaper reads from somewhere else than the first argument, as ``arch/nr:kind,...``
     (decimal): ``f`` ``fcntl`` (``F_SETOWN``'s pid, the third), ``p`` ``setpriority`` and ``i`` ``ioprio_set``
-    (which kind of target, then its id)."""
+    (which kind of target, then its id); and the calls it carries out itself: ``m`` ``chmod``, ``d`` ``fchmod``,
+    ``a`` ``fchmodat``, ``M`` ``fchmodat2``."""
     return ",".join(f"{abi.arch}/{nr}:{kind}" for abi in _machine(machine) or ()
-                    for kind, nrs in (("f", abi.fcntl), ("p", abi.prio), ("i", abi.ioprio)) for nr in nrs)
+                    for kind, nrs in (("f", abi.fcntl), ("p", abi.prio), ("i", abi.ioprio),
+                                      *zip("mdaM", abi.chmod, strict=True)) for nr in nrs)
 
 
 @cache
@@ -104,7 +118,8 @@ def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | 
     for i, abi in enumerate(abis):
         nxt = f"abi{i + 1}" if i + 1 < len(abis) else "allow"
         prog += [f"abi{i}", (_LD, None, None, 4), (_JEQ, None, nxt, abi.arch), (_LD, None, None, 0)]
-        calls = [("prio", abi.prio), ("ioprio", abi.ioprio), ("pid", abi.sched)]
+        calls = [("prio", abi.prio), ("ioprio", abi.ioprio), ("pid", abi.sched),
+                 ("notify", tuple(nr for nrs in abi.chmod for nr in nrs))]
         if signals:
             calls += [("notify", abi.signals), ("enosys", abi.pidfd), ("fcntl", abi.fcntl), ("ioctl", abi.ioctl)]
         for label, nrs in calls:

@@ -20,7 +20,8 @@ cost ~20 ms per command):
   the leader (``kill -9 $PPID`` fails), nor ``ptrace`` them, and a seccomp filter keeps it from setting
   their resource limits (``prlimit --pid $PPID --cpu=0`` would end the reaper as surely as a signal).
   Under Landlock it also gets a seccomp filter whose calls on other processes (scheduling; signals before ABI 6)
-  the **reaper** decides on (:mod:`.signals`): only the command's own.  The command makes it before it runs
+  the **reaper** decides on (:mod:`.signals`): only the command's own; and whose ``chmod`` calls the reaper
+  carries out itself where the command may write, refuses elsewhere.  The command makes it before it runs
   anything and sends its listener to the reaper (``SCM_RIGHTS`` over a socket pair); the reaper answers while
   the command runs, then closes it (what the command leaves gets ``ENOSYS``).
 
@@ -67,9 +68,11 @@ _MACHINES = {"x86_64": (157, _X86), "amd64": (157, _X86), "aarch64": (167, _ARM)
 there (x86-64: native, x32, i386; aarch64: native, 32-bit ARM; riscv64: native, rv32)."""
 
 REAPER_SCRIPT = r"""
-my ($nr, $usr2, $scope, $runtime, $signals, $calls, $kinds) = splice(@ARGV, 0, 7); $0 = 'subagents: command';
+my ($nr, $usr2, $scope, $runtime, $signals, $calls, $kinds, $areas) = splice(@ARGV, 0, 8); $0 = 'subagents: command';
 my ($seccomp, $sendmsg, $recvmsg, $close) = split(/,/, $calls);
 my %kind = map { split(/:/, $_, 2) } grep { /:/ } split(/,/, $kinds);
+my ($opath, $nofollow, @area) = $areas eq '-' ? () : split(/,/, $areas);  # O_PATH, O_NOFOLLOW; where it may write:
+my ($tmp, $ws, @ro) = map { $_ eq '-' ? '' : pack('H*', $_) } @area;  # the temp dir, the workspace, what it may not
 my @edits; while (@ARGV && $ARGV[0] ne '--') { push @edits, shift @ARGV } shift @ARGV;
 syscall($nr + 0, 4, 0, 0, 0, 0);  # not dumpable (the reaper too, and the command until its exec)
 my ($leader, $group, $main, $status) = ($$, getpgrp(), 0, undef);
@@ -104,9 +107,33 @@ sub verdict { my ($t, $r) = @_; return 0 if $t == 0 || $t == -$group; return 1 i
   for (grep { /^\d+$/ } readdir $d) { my @s = stat_of($_); next unless @s && $s[2] == -$t;
     $any = 1; return 1 if mine($_, $r) <= 0 }
   return $any ? 0 : 3 }
+sub may_write { my $r = shift; return 1 if defined $tmp && ($r eq $tmp || index($r, "$tmp/") == 0);
+  return 0 if !$ws || index($r, "$ws/") != 0; for (@ro) { return 0 if $r eq $_ || index("$r/", "$_/") == 0
+    || index($_, "$r/") == 0 } 1 }
+sub cstr { my ($t, $at) = @_; open(my $m, '<:raw', "/proc/$t/mem") or return; my ($s, $b) = ('', '');
+  while (length($s) < 4096) { my $o = $at + length($s); sysseek($m, $o, 0) or return;  # by 256 bytes: no page
+    return unless sysread($m, $b, 256 - $o % 256);  # crossed in one read
+    my $z = index($b, "\0"); return $s . substr($b, 0, $z) if $z >= 0; $s .= $b } $! = 36; return }
+sub mode_call { my ($l, $id, $k, $t, @x) = @_;  # chmod, fchmod, fchmodat(2) done here: the errno (undef: gone)
+  my ($d, $p, $mode, $fl) = $k eq 'm' ? (-100, undef, $x[1], 0) : $k eq 'd' ? ($x[0], '', $x[1], 0x1000)
+    : ($x[0], undef, $x[2], $k eq 'M' ? $x[3] : 0);
+  $d = unpack('l', pack('L', $d & 0xffffffff)); return 22 if $fl & ~0x1100;
+  unless (defined $p) { $p = cstr($t, $k eq 'm' ? $x[0] : $x[1]);  # (not dumpable: EPERM)
+    return $! == 36 ? 36 : $! == 1 || $! == 13 ? 1 : 14 unless defined $p }
+  $p =~ s{^/proc/(?:thread-)?self(?=/|$)}{/proc/$t};  # its own (glibc's lchmod: /proc/self/fd/N), not the reaper's
+  return 2 if $p eq '' && !($fl & 0x1000); return unless ioctl($l, 0x40082102, pack('Q', $id));  # still waiting
+  my $base = $d == -100 ? "/proc/$t/cwd" : "/proc/$t/fd/$d";
+  return 9 if $p !~ m{^/} && $d != -100 && !-e $base;
+  sysopen(my $h, $p =~ m{^/} ? $p : $p eq '' ? $base : "$base/$p", $opath | ($fl & 0x100 ? $nofollow : 0))
+    or return $! + 0;
+  my $f = '/proc/self/fd/' . fileno($h); my $r = readlink($f) // return 1;
+  return 1 if $r !~ m{^/} || !may_write($r); return 95 if (((stat($h))[2] // 0) & 0170000) == 0120000;
+  chmod($mode & 07777, $f) ? 0 : $! + 0 }
 sub answer { my $n = "\0" x 256;  # one call on with it, or refused: 1; 0: none (its caller was killed, or the
   unless (ioctl($_[0], 0xC0502100, $n)) { return $! == 4 || $! == 2 ? 0 : undef }  # command is gone); undef: error
   my ($id, $call, $arch, $a0, $a1, $a2) = unpack('Q x8 l L x8 l x4 l x4 l', $n); my $k = $kind{"$arch/$call"} // '';
+  if ($k =~ /^[mdaM]$/) { my $e = mode_call($_[0], $id, $k, unpack('x8 L x20 Q4', $n)); return 1 unless defined $e;
+    ioctl($_[0], 0xC0182101, pack('Q q l L', $id, 0, -$e, 0) . ("\0" x 232)); return 1 }
   my $e = $k eq 'f' ? verdict($a2, $$) : $k eq 'p' ? ($a0 == 0 ? verdict($a1, $$) : $a0 == 1 ? verdict(-$a1, $$) : 1)
     : $k eq 'i' ? ($a0 == 1 ? verdict($a1, $$) : $a0 == 2 ? verdict(-$a1, $$) : 1) : verdict($a0, $$);
   my $a = pack('Q q l L', $id, 0, -$e, $e ? 0 : 1) . ("\0" x 232); ioctl($_[0], 0xC0182101, $a); 1 }
@@ -153,7 +180,8 @@ if ($reaping) { grace(); sweep() } up($status // 0);
 seccomp filter (hex) that the command gets with Landlock's signal scope, the runtime's PID, ``0`` or the seccomp
 filter (hex) whose calls on other processes the reaper decides on (:mod:`.signals`), the numbers of ``seccomp``,
 ``sendmsg``, ``recvmsg`` and ``close`` (:data:`.signals.LISTENER_CALLS`), the calls whose target is not their
-first argument (:func:`.signals.handled_calls`), environment edits for the command (``NAME=VALUE`` sets, ``NAME``
+first argument or that it carries out (:func:`.signals.handled_calls`), ``-`` or where the command may change modes
+(:func:`_areas`), environment edits for the command (``NAME=VALUE`` sets, ``NAME``
 removes), ``--``, the command."""
 
 
@@ -166,8 +194,8 @@ def perl() -> str | None:
     return shutil.which("perl")
 
 
-def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: Sequence[str], landlock: bool
-                    ) -> list[str] | None:
+def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: Sequence[str], landlock: bool,
+                    write_areas: Sequence[str] = ()) -> list[str] | None:
     """``argv`` wrapped in the supervisor, or ``None`` where it cannot run (no ``perl``, an unknown machine).
 
     ``env`` is the environment to start it with, changed here: the variables named in ``command_only`` (the tag)
@@ -193,7 +221,15 @@ def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: S
     signals = (signal_filter(signals=not scope) if landlock else None) or "0"
     return [binary, "-e", REAPER_SCRIPT, str(machine[0]), str(int(signal.SIGUSR2)),
             _no_prlimit(machine[1]) if scope else "0", str(os.getpid()), signals,
-            LISTENER_CALLS.get(platform.machine().lower(), "0,0,0,0"), handled_calls() or "-", *edits, "--", *argv]
+            LISTENER_CALLS.get(platform.machine().lower(), "0,0,0,0"), handled_calls() or "-",
+            _areas(write_areas) if landlock else "-", *edits, "--", *argv]
+
+
+def _areas(write_areas: Sequence[str]) -> str:
+    """The reaper's argument for the ``chmod`` calls it carries out: ``O_PATH``, ``O_NOFOLLOW``, then
+    :attr:`.landlock.Ruleset.write_areas` in hex (``-``: empty)."""
+    flags = f"{getattr(os, 'O_PATH', 0o10000000)},{os.O_NOFOLLOW}"
+    return ",".join((flags, *(os.fsencode(a).hex() or "-" for a in write_areas)))
 
 
 def no_prlimit_filter() -> bytes | None:
