@@ -91,6 +91,12 @@ async def run(ctx: ToolContext, command: str, timeout_s: float = 30) -> str:
     return await bash.call({"command": command, "timeout_s": timeout_s}, ctx)
 
 
+async def outcomes(ctx: ToolContext, script: str, *args: object) -> tuple[str, dict[str, str]]:
+    """Run a Python ``script`` that prints ``name outcome`` lines: the output, and the outcome of each name."""
+    out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" " + " ".join(map(str, args)))
+    return out, dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
 class OneBackend:
     """Fixtures for tests against one backend (``mode``): a bare workspace, its sandbox and a tool context."""
 
@@ -389,8 +395,7 @@ class AttackSuite:
                   "def proc(p, m): os.chmod('/proc/self/fd/%d' % os.open(p, os.O_PATH), m)\n"
                   "t('own_proc', lambda: proc('src/f', 0o640))\n"
                   "t('proc', lambda: proc(k, 0o644))\n")
-        out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {target} {outside} {home}")
-        lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+        out, lines = await outcomes(ctx, script, target, outside, home)
         for name in ("path", "dir", "link", "at", "fd", "at2", "at2_nofollow", "nofollow", "proc"):  # (not "home":
             # bubblewrap's is a tmpfs of its own)
             assert lines[name].startswith("REFUSED"), out
@@ -405,6 +410,54 @@ class AttackSuite:
         assert (ws / "src" / "f").stat().st_mode & 0o7777 == 0o640  # 0o755, 0o644 (fchmodat2), 0o600, 0o640
         assert lines["missing"] == f"REFUSED {errno.ENOENT}", out
         assert lines["own_link_nofollow"].startswith("REFUSED"), out  # a symlink's own mode: EOPNOTSUPP (or EPERM)
+
+    async def test_cannot_change_times_or_attributes_of_what_lies_outside(self, ctx: ToolContext, ws: Path,
+                                                                          place: Path) -> None:
+        # Nor by the other metadata calls Landlock has no right for: an ACL set with setxattr is a chmod
+        # (system.posix_acl_access: the key readable by all), utimensat rewrites times (backups, make), user.*
+        # attributes.  Each by path, without following a symlink, on a descriptor; in the workspace they work.
+        target = place / "key"
+        target.write_text("k")
+        os.chmod(target, 0o600)
+        os.utime(target, (1_000_000, 1_000_000))
+        (ws / "src" / "f").write_text("f")
+        (ws / "src" / "link").symlink_to("f")
+        script = ("import os, sys, struct\n"
+                  "def t(name, f):\n"
+                  "    try: f(); print(name, 'DONE')\n"
+                  "    except OSError as e: print(name, 'REFUSED', e.errno)\n"
+                  "k = sys.argv[1]\n"
+                  "acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, p, 0xffffffff)"
+                  " for t, p in ((1, 6), (4, 4), (0x20, 4)))\n"
+                  "t('acl', lambda: os.setxattr(k, 'system.posix_acl_access', acl))\n"
+                  "t('acl_nofollow', lambda: os.setxattr(k, 'system.posix_acl_access', acl, follow_symlinks=False))\n"
+                  "t('acl_fd', lambda: os.setxattr(os.open(k, os.O_RDONLY), 'system.posix_acl_access', acl))\n"
+                  "t('user', lambda: os.setxattr(k, 'user.x', b'1'))\n"
+                  "t('times', lambda: os.utime(k, (0, 0)))\n"
+                  "t('now', lambda: os.utime(k))\n"
+                  "t('times_fd', lambda: os.utime(os.open(k, os.O_RDONLY), (0, 0)))\n"
+                  "t('times_nofollow', lambda: os.utime(k, (0, 0), follow_symlinks=False))\n"
+                  "t('own_user', lambda: os.setxattr('src/f', 'user.x', b'12'))\n"
+                  "print('own_get', os.getxattr('src/f', 'user.x').decode())\n"
+                  "t('own_remove', lambda: os.removexattr('src/f', 'user.x'))\n"
+                  "t('own_acl', lambda: os.setxattr('src/f', 'system.posix_acl_access', acl))\n"
+                  "t('own_times', lambda: os.utime('src/f', ns=(5_000_000_123, 7_000_000_456)))\n"
+                  "t('own_link_times', lambda: os.utime('src/link', (9, 9), follow_symlinks=False))\n"
+                  "t('own_fd_times', lambda: os.utime(os.open('src/link', os.O_RDONLY), (8, 8)))\n"
+                  "t('missing', lambda: os.utime('src/nothing'))\n")
+        out, lines = await outcomes(ctx, script, target)
+        for name in ("acl", "acl_nofollow", "acl_fd", "user", "times", "now", "times_fd", "times_nofollow"):
+            assert lines[name].startswith("REFUSED"), out
+        assert os.stat(target).st_mode & 0o7777 == 0o600
+        assert os.stat(target).st_mtime == 1_000_000
+        assert os.listxattr(target) == []
+        for name in ("own_user", "own_remove", "own_acl", "own_times", "own_link_times", "own_fd_times"):
+            assert lines[name] == "DONE", (name, out)
+        assert lines["own_get"] == "12", out
+        assert lines["missing"] == f"REFUSED {errno.ENOENT}", out
+        f = (ws / "src" / "f").stat()
+        assert (f.st_mode & 0o7777, f.st_atime_ns, f.st_mtime_ns) == (0o644, 8_000_000_000, 8_000_000_000)
+        assert (ws / "src" / "link").lstat().st_mtime == 9
 
     async def test_no_race_changes_the_mode_of_what_lies_outside(self, ctx: ToolContext, ws: Path, place: Path
                                                                   ) -> None:

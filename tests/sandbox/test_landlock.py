@@ -6,7 +6,9 @@ so that a change in either direction is noticed.
 
 from __future__ import annotations
 
+import errno
 import os
+import platform
 import socket
 import sys
 import tempfile
@@ -21,7 +23,7 @@ from subagents.sandbox import SandboxPolicy, Workspace, landlock, spawnthread
 from subagents.sandbox.shell import ShellSandbox
 from subagents.tools.base import ToolContext
 
-from .attacks import AttackSuite, eventually, exists, marked, marker, read, run, setsid_sleep
+from .attacks import AttackSuite, eventually, exists, marked, marker, outcomes, read, run, setsid_sleep
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock is Linux only")
 
@@ -52,6 +54,39 @@ class TestLandlock(AttackSuite):
         out = await run(ctx, f"{SANDBOX_PYTHON} -c \"{script}\" {unix_server}")
         assert "CONNECTED" not in out
         assert "PermissionError" in out
+
+    async def test_the_reaper_answers_bad_metadata_calls_as_the_kernel_would_and_carries_on(self, ctx: ToolContext
+                                                                                           ) -> None:
+        # The reaper carries out chmod, utimensat and the xattr calls itself (Landlock has no right for them): what a
+        # program passes it is untrusted.  Bad pointers, a path or name too long, unknown flags, a descriptor that is
+        # not open, an attribute value over the limit: each gets the kernel's error, and the reaper goes on.
+        if platform.machine() != "x86_64":
+            pytest.skip("raw x86-64 system call numbers")
+        script = ("import ctypes, os\n"
+                  "libc = ctypes.CDLL(None, use_errno=True); sc = libc.syscall; sc.restype = ctypes.c_long\n"
+                  "def t(name, *a):\n"
+                  "    r = sc(*a); print(name, 0 if r == 0 else ctypes.get_errno())\n"
+                  "open('src/f', 'w').close(); big = b'a' * 5000; c = ctypes.c_char_p\n"
+                  "t('null_path', 90, None, 0o644)\n"
+                  "t('wild_path', 90, ctypes.c_void_p(0x10), 0o644)\n"
+                  "t('long_path', 90, c(big), 0o644)\n"
+                  "t('bad_flags', 452, -100, c(b'src/f'), 0o644, 0x4)\n"
+                  "t('bad_dirfd', 268, 999, c(b'f'), 0o644)\n"
+                  "t('bad_fd', 91, 999, 0o644)\n"
+                  "t('long_name', 188, c(b'src/f'), c(b'user.' + big[:300]), c(b'1'), 1, 0)\n"
+                  "t('empty_name', 188, c(b'src/f'), c(b''), c(b'1'), 1, 0)\n"
+                  "t('wild_value', 188, c(b'src/f'), c(b'user.x'), ctypes.c_void_p(0x10), 8, 0)\n"
+                  "t('big_value', 188, c(b'src/f'), c(b'user.x'), c(b'1'), 1 << 20, 0)\n"
+                  "t('wild_times', 280, -100, c(b'src/f'), ctypes.c_void_p(0x10), 0)\n"
+                  "t('times_flags', 280, -100, c(b'src/f'), None, 0x8)\n"
+                  "t('fine', 90, c(b'src/f'), 0o600)\n")
+        out, got = await outcomes(ctx, script)
+        assert got == {"null_path": str(errno.EFAULT), "wild_path": str(errno.EFAULT),
+                       "long_path": str(errno.ENAMETOOLONG), "bad_flags": str(errno.EINVAL),
+                       "bad_dirfd": str(errno.EBADF), "bad_fd": str(errno.EBADF), "long_name": str(errno.ERANGE),
+                       "empty_name": str(errno.ERANGE), "wild_value": str(errno.EFAULT),
+                       "big_value": str(errno.E2BIG), "wild_times": str(errno.EFAULT),
+                       "times_flags": str(errno.EINVAL), "fine": "0", "exit": "code 0"}, out
 
     async def test_no_abstract_socket_of_the_host_with_the_network_on_before_linux_6_12(
             self, ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

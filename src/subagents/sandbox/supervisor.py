@@ -55,7 +55,7 @@ import struct
 from collections.abc import Sequence
 from functools import cache
 
-from .signals import LISTENER_CALLS, handled_calls, signal_filter
+from .signals import LISTENER_CALLS, carried_calls, handled_calls, signal_filter
 
 __all__ = ["REAPER_SCRIPT", "no_prlimit_filter", "perl", "supervisor_argv"]
 
@@ -71,8 +71,9 @@ REAPER_SCRIPT = r"""
 my ($nr, $usr2, $scope, $runtime, $signals, $calls, $kinds, $areas) = splice(@ARGV, 0, 8); $0 = 'subagents: command';
 my ($seccomp, $sendmsg, $recvmsg, $close) = split(/,/, $calls);
 my %kind = map { split(/:/, $_, 2) } grep { /:/ } split(/,/, $kinds);
-my ($opath, $nofollow, @area) = $areas eq '-' ? () : split(/,/, $areas);  # O_PATH, O_NOFOLLOW; where it may write:
-my ($tmp, $ws, @ro) = map { $_ eq '-' ? '' : pack('H*', $_) } @area;  # the temp dir, the workspace, what it may not
+my ($opath, $nofollow, $utimensat, $setxattr, $removexattr, @area) = $areas eq '-' ? () : split(/,/, $areas);
+my ($tmp, $ws, @ro) = map { $_ eq '-' ? '' : pack('H*', $_) } @area;  # where it may write: the temp dir, the
+# workspace, what in it it may not
 my @edits; while (@ARGV && $ARGV[0] ne '--') { push @edits, shift @ARGV } shift @ARGV;
 syscall($nr + 0, 4, 0, 0, 0, 0);  # not dumpable (the reaper too, and the command until its exec)
 my ($leader, $group, $main, $status) = ($$, getpgrp(), 0, undef);
@@ -110,29 +111,42 @@ sub verdict { my ($t, $r) = @_; return 0 if $t == 0 || $t == -$group; return 1 i
 sub may_write { my $r = shift; return 1 if defined $tmp && ($r eq $tmp || index($r, "$tmp/") == 0);
   return 0 if !$ws || index($r, "$ws/") != 0; for (@ro) { return 0 if $r eq $_ || index("$r/", "$_/") == 0
     || index($_, "$r/") == 0 } 1 }
-sub cstr { my ($t, $at) = @_; open(my $m, '<:raw', "/proc/$t/mem") or return; my ($s, $b) = ('', '');
-  while (length($s) < 4096) { my $o = $at + length($s); sysseek($m, $o, 0) or return;  # by 256 bytes: no page
+sub mem { my ($t, $at, $n) = @_; my $b; open(my $m, '<:raw', "/proc/$t/mem") or return;
+  return $b if sysseek($m, $at, 0) && (sysread($m, $b, $n) // -1) == $n; $! = 14 unless $! == 1 || $! == 13; return }
+sub cstr { my ($t, $at, $max) = @_; open(my $m, '<:raw', "/proc/$t/mem") or return; my ($s, $b) = ('', '');
+  while (length($s) < $max) { my $o = $at + length($s); sysseek($m, $o, 0) or return;  # by 256 bytes: no page
     return unless sysread($m, $b, 256 - $o % 256);  # crossed in one read
-    my $z = index($b, "\0"); return $s . substr($b, 0, $z) if $z >= 0; $s .= $b } $! = 36; return }
-sub mode_call { my ($l, $id, $k, $t, @x) = @_;  # chmod, fchmod, fchmodat(2) done here: the errno (undef: gone)
-  my ($d, $p, $mode, $fl) = $k eq 'm' ? (-100, undef, $x[1], 0) : $k eq 'd' ? ($x[0], '', $x[1], 0x1000)
-    : ($x[0], undef, $x[2], $k eq 'M' ? $x[3] : 0);
+    my $z = index($b, "\0"); return $s . substr($b, 0, $z) if $z >= 0; $s .= $b } $! = $max > 256 ? 36 : 34; return }
+sub fault { $! == 36 || $! == 34 ? $! + 0 : $! == 1 || $! == 13 ? 1 : 14 }  # (not dumpable: EPERM)
+sub carry { my ($l, $id, $k, $t, @x) = @_;  # a call it carries out: the errno to answer (undef: its caller is gone)
+  my ($d, $at, $fl, @a) = $k =~ /[mxXrR]/ ? (-100, $x[0], $k =~ /[XR]/ ? 0x100 : 0, @x[1 .. 4])
+    : $k =~ /[dyz]/ ? ($x[0], 0, 0x1000, @x[1 .. 4]) : ($x[0], $x[1], $k eq 'a' ? 0 : $x[3], $x[2]);
   $d = unpack('l', pack('L', $d & 0xffffffff)); return 22 if $fl & ~0x1100;
-  unless (defined $p) { $p = cstr($t, $k eq 'm' ? $x[0] : $x[1]);  # (not dumpable: EPERM)
-    return $! == 36 ? 36 : $! == 1 || $! == 13 ? 1 : 14 unless defined $p }
+  my ($p, $v, $name) = ('');
+  if ($at || $k !~ /[dyzu]/) { $p = cstr($t, $at, 4096) // return fault() } else { $fl |= 0x1000 }
+  if ($k eq 'u') { $v = $a[0] ? mem($t, $a[0], 32) // return fault() : 0 }  # two timespecs, or now
+  elsif ($k !~ /[mdaM]/) { $name = cstr($t, $a[0], 256) // return fault(); return 34 if $name eq '';
+    if ($k =~ /[xXy]/) { return 7 if $a[2] > 65536; $v = $a[2] ? mem($t, $a[1], $a[2]) // return fault() : '' } }
   $p =~ s{^/proc/(?:thread-)?self(?=/|$)}{/proc/$t};  # its own (glibc's lchmod: /proc/self/fd/N), not the reaper's
   return 2 if $p eq '' && !($fl & 0x1000); return unless ioctl($l, 0x40082102, pack('Q', $id));  # still waiting
   my $base = $d == -100 ? "/proc/$t/cwd" : "/proc/$t/fd/$d";
-  return 9 if $p !~ m{^/} && $d != -100 && !-e $base;
+  return 9 if ($p !~ m{^/} || $p eq '') && $d != -100 && !-e $base;
   sysopen(my $h, $p =~ m{^/} ? $p : $p eq '' ? $base : "$base/$p", $opath | ($fl & 0x100 ? $nofollow : 0))
     or return $! + 0;
   my $f = '/proc/self/fd/' . fileno($h); my $r = readlink($f) // return 1;
-  return 1 if $r !~ m{^/} || !may_write($r); return 95 if (((stat($h))[2] // 0) & 0170000) == 0120000;
-  chmod($mode & 07777, $f) ? 0 : $! + 0 }
+  return 1 if $r !~ m{^/} || !may_write($r); my $link = (((stat($h))[2] // 0) & 0170000) == 0120000;
+  if ($k eq 'u') { my $e = '';  # (a string syscall() is given must be writable: a literal would end the reaper)
+    return 0 if syscall($utimensat + 0, fileno($h), $e, $v, 0x1000) == 0;  # (Linux < 5.8: EINVAL)
+    return $! == 22 && !$link && syscall($utimensat + 0, -100, $f, $v, 0) == 0 ? 0 : $! + 0 }
+  return $k =~ /[mdaM]/ ? 95 : 1 if $link;  # a symlink's own mode (EOPNOTSUPP) or attributes
+  return chmod($a[0] & 07777, $f) ? 0 : $! + 0 if $k =~ /[mdaM]/;
+  (($k =~ /[xXy]/ ? syscall($setxattr + 0, $f, $name, $v, length($v), $a[3] + 0)
+    : syscall($removexattr + 0, $f, $name)) == 0) ? 0 : $! + 0 }
 sub answer { my $n = "\0" x 256;  # one call on with it, or refused: 1; 0: none (its caller was killed, or the
   unless (ioctl($_[0], 0xC0502100, $n)) { return $! == 4 || $! == 2 ? 0 : undef }  # command is gone); undef: error
   my ($id, $call, $arch, $a0, $a1, $a2) = unpack('Q x8 l L x8 l x4 l x4 l', $n); my $k = $kind{"$arch/$call"} // '';
-  if ($k =~ /^[mdaM]$/) { my $e = mode_call($_[0], $id, $k, unpack('x8 L x20 Q4', $n)); return 1 unless defined $e;
+  if ($k =~ /^[mdaMuxXyrRz]$/) { my $e = eval { carry($_[0], $id, $k, unpack('x8 L x20 Q5', $n)) } // ($@ ? 1 : undef);
+    return 1 unless defined $e;
     ioctl($_[0], 0xC0182101, pack('Q q l L', $id, 0, -$e, 0) . ("\0" x 232)); return 1 }
   my $e = $k eq 'f' ? verdict($a2, $$) : $k eq 'p' ? ($a0 == 0 ? verdict($a1, $$) : $a0 == 1 ? verdict(-$a1, $$) : 1)
     : $k eq 'i' ? ($a0 == 1 ? verdict($a1, $$) : $a0 == 2 ? verdict(-$a1, $$) : 1) : verdict($a0, $$);
@@ -226,9 +240,10 @@ def supervisor_argv(argv: Sequence[str], *, env: dict[str, str], command_only: S
 
 
 def _areas(write_areas: Sequence[str]) -> str:
-    """The reaper's argument for the ``chmod`` calls it carries out: ``O_PATH``, ``O_NOFOLLOW``, then
-    :attr:`.landlock.Ruleset.write_areas` in hex (``-``: empty)."""
-    flags = f"{getattr(os, 'O_PATH', 0o10000000)},{os.O_NOFOLLOW}"
+    """The reaper's argument for the calls it carries out (``chmod``...): ``O_PATH``, ``O_NOFOLLOW``, the numbers of
+    ``utimensat``, ``setxattr`` and ``removexattr``, then :attr:`.landlock.Ruleset.write_areas` in hex (``-``:
+    empty)."""
+    flags = f"{getattr(os, 'O_PATH', 0o10000000)},{os.O_NOFOLLOW},{carried_calls()}"
     return ",".join((flags, *(os.fsencode(a).hex() or "-" for a in write_areas)))
 
 
