@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import itertools
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -458,6 +460,23 @@ class AttackSuite:
         f = (ws / "src" / "f").stat()
         assert (f.st_mode & 0o7777, f.st_atime_ns, f.st_mtime_ns) == (0o644, 8_000_000_000, 8_000_000_000)
         assert (ws / "src" / "link").lstat().st_mtime == 9
+
+    async def test_cannot_set_the_flags_of_what_lies_outside(self, ctx: ToolContext, place: Path) -> None:
+        # chattr: FS_IOC_SETFLAGS on a file opened for reading (+d: left out of dump backups, +S: every write synced);
+        # Landlock does not check that ioctl.
+        target = place / "key"
+        target.write_text("k")
+        script = ("import fcntl, os, struct, sys\n"
+                  "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+                  "try: fcntl.ioctl(fd, 0x40086602, struct.pack('l', 0x40 | 0x8)); print('flags SET')\n"
+                  "except OSError as e: print('flags REFUSED', e.errno)\n")
+        out, lines = await outcomes(ctx, script, target)
+        assert lines["flags"].startswith("REFUSED"), out
+        fd = os.open(target, os.O_RDONLY)
+        try:  # FS_IOC_GETFLAGS: neither +d nor +S
+            assert struct.unpack("l", fcntl.ioctl(fd, 0x80086601, bytes(8)))[0] & (0x40 | 0x8) == 0
+        finally:
+            os.close(fd)
 
     async def test_no_race_changes_the_mode_of_what_lies_outside(self, ctx: ToolContext, ws: Path, place: Path
                                                                   ) -> None:

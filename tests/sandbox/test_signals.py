@@ -140,6 +140,9 @@ def _schedules(prog: str, abi: Any) -> None:
         assert _verdict(prog, abi.arch, nr, 0, 0o755) == NOTIFY, (abi, nr)
     for nr in abi.no_meta:  # utime, utimes, futimesat, setxattrat...; another ABI's (whose pointers it does not read)
         assert _verdict(prog, abi.arch, nr, 0, 0o755) == ENOSYS, (abi, nr)
+    for nr in abi.ioctl:  # chattr's FS_IOC_SETFLAGS (64-, 32-bit), FS_IOC_FSSETXATTR: refused; TCGETS, FIONBIO
+        assert [_verdict(prog, abi.arch, nr, req) for req in (0x40086602, 0x40046602, 0x401C5820, 0x5401, 0x5421)
+                ] == [EPERM] * 3 + [ALLOW] * 2, (abi, nr)
     for nr in (*abi.prio, *abi.ioprio):
         user = 2 if nr in abi.prio else 3  # PRIO_USER, IOPRIO_WHO_USER
         for which in (0, 1, 2) if nr in abi.prio else (1, 2, 3):

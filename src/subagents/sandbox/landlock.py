@@ -43,7 +43,7 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
   runtime's command, ``chmod 666 /etc/shadow``), so every ``chmod``, ``fchmod``, ``fchmodat(2)``, ``utimensat``
   and ``(l|f)setxattr``/``(l|f)removexattr`` goes to the command's reaper, which opens the target itself, checks
   what it opened against :attr:`Ruleset.write_areas` and acts on that (:mod:`.signals`, :mod:`.supervisor`):
-  ~60 µs a call.
+  ~60 µs a call; ``chattr`` is refused (:mod:`.signals`).
 
 Not covered (use bubblewrap where user namespaces are allowed): UNIX sockets of its own (a local server on a socket
 in ``$TMPDIR``: the filter cannot tell them from the host's); ``chown`` of files outside (Landlock does not restrict

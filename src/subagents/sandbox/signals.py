@@ -19,6 +19,10 @@ gets a seccomp filter whose calls on another process the command's **reaper** de
   ``ioctl`` s ``FIOSETOWN`` and ``SIOCSPGRP``, whose pid the filter cannot see, fail with ``EPERM``;
   ``pidfd_send_signal`` fails with ``ENOSYS`` (a pidfd, or a ``/proc/<pid>`` directory, names any process; the
   programs that use it fall back to ``kill``);
+- the ``ioctl`` s that set a file's flags (``FS_IOC_SETFLAGS``, ``FS_IOC_FSSETXATTR``: ``chattr``) fail with
+  ``EPERM``: Landlock does not check them, and an owner may set most flags on a file it may only read (``chattr
+  +d`` keeps a file out of ``dump`` backups, ``+S`` slows every write to it) — the filter cannot tell where the
+  file is, so ``chattr`` fails in the workspace too;
 - ``chmod``, ``fchmod``, ``fchmodat``, ``fchmodat2``, ``utimensat`` and the ``setxattr``/``removexattr`` calls
   always go to the reaper (Landlock has no right for them: ``chmod 000 ~`` worked, and an ACL, an attribute, is a
   ``chmod``), which carries each out itself (``utime``, ``utimes``, ``futimesat``, ``setxattrat``,
@@ -100,6 +104,7 @@ _RETS = {"allow": 0x7FFF0000, "notify": 0x7FC00000, "enosys": 0x00050000 | errno
          "eperm": 0x00050000 | errno.EPERM}
 _F_SETOWN, _F_SETOWN_EX, _FIOSETOWN, _SIOCSPGRP = 8, 15, 0x8901, 0x8902
 _PRIO_USER, _IOPRIO_WHO_USER = 2, 3
+_NO_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)  # FS_IOC_SETFLAGS (and 32-bit), FS_IOC_FSSETXATTR: chattr
 _ARG0, _ARG1 = 16, 24  # offsets of the low halves of args[0] and args[1] in struct seccomp_data (little-endian)
 
 
@@ -141,9 +146,10 @@ def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | 
         nxt = f"abi{i + 1}" if i + 1 < len(abis) else "allow"
         prog += [f"abi{i}", (_LD, None, None, 4), (_JEQ, None, nxt, abi.arch), (_LD, None, None, 0)]
         calls = [("prio", abi.prio), ("ioprio", abi.ioprio), ("pid", abi.sched),
-                 ("notify", (*(nr for nrs in abi.chmod for nr in nrs), *abi.meta)), ("enosys", abi.no_meta)]
+                 ("notify", (*(nr for nrs in abi.chmod for nr in nrs), *abi.meta)), ("enosys", abi.no_meta),
+                 ("ioctl", abi.ioctl)]
         if signals:
-            calls += [("notify", abi.signals), ("enosys", abi.pidfd), ("fcntl", abi.fcntl), ("ioctl", abi.ioctl)]
+            calls += [("notify", abi.signals), ("enosys", abi.pidfd), ("fcntl", abi.fcntl)]
         for label, nrs in calls:
             prog += [(_JEQ, label, None, nr) for nr in nrs]
         prog.append((_JEQ, "allow", "allow", 0))  # a jump either way: the ABI matched, no other block applies
@@ -151,11 +157,11 @@ def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | 
              "ioprio", (_LD, None, None, _ARG0), (_JEQ, "eperm", "who", _IOPRIO_WHO_USER),
              "who", (_LD, None, None, _ARG1), (_JEQ, "allow", "notify", 0),  # 0: the caller (its process, group)
              "pid", (_LD, None, None, _ARG0), (_JEQ, "allow", "notify", 0)]
+    prog += ["ioctl", (_LD, None, None, _ARG1), *((_JEQ, "eperm", None, req) for req in _NO_IOCTLS),
+             *((_JEQ, "eperm", None, req) for req in (_FIOSETOWN, _SIOCSPGRP) if signals), (_JEQ, "allow", "allow", 0)]
     if signals:
         prog += ["fcntl", (_LD, None, None, _ARG1), (_JEQ, "notify", None, _F_SETOWN),
-                 (_JEQ, "eperm", "allow", _F_SETOWN_EX),
-                 "ioctl", (_LD, None, None, _ARG1), (_JEQ, "eperm", None, _FIOSETOWN),
-                 (_JEQ, "eperm", "allow", _SIOCSPGRP)]
+                 (_JEQ, "eperm", "allow", _F_SETOWN_EX)]
     for name, value in _RETS.items():
         prog += [name, (_RET, None, None, value)]
     return assemble(prog)
