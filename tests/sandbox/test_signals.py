@@ -81,6 +81,8 @@ def _verdict(hexprog: str, arch: int, nr: int, arg1: int = 0, arg0: int = 0) -> 
             acc = {4: arch, 0: nr, 16: arg0, 24: arg1}[k]
         elif code == 0x15:
             pc += jt if acc == k else jf
+        elif code == 0x45:  # JSET
+            pc += jt if acc & k else jf
         elif code == 0x06:
             return k
         else:
@@ -105,7 +107,7 @@ def test_the_filter_sends_signal_calls_to_the_handler_and_refuses_what_it_cannot
                 ALLOW] * 2
         _schedules(prog, abi)
         listed = {*abi.signals, *abi.pidfd, *abi.fcntl, *abi.ioctl, *abi.prio, *abi.ioprio, *abi.sched,
-                  *(nr for nrs in abi.chmod for nr in nrs), *abi.meta, *abi.no_meta}
+                  *(nr for nrs in abi.chmod for nr in nrs), *abi.meta, *abi.no_meta, *abi.uffd}
         for nr in (0, 1, 59, 221, 435, 0x40000000 | 1):  # read, write, execve...: allowed
             if nr not in listed:
                 assert _verdict(prog, abi.arch, nr, 8) == ALLOW, (abi, nr)
@@ -140,9 +142,13 @@ def _schedules(prog: str, abi: Any) -> None:
         assert _verdict(prog, abi.arch, nr, 0, 0o755) == NOTIFY, (abi, nr)
     for nr in abi.no_meta:  # utime, utimes, futimesat, setxattrat...; another ABI's (whose pointers it does not read)
         assert _verdict(prog, abi.arch, nr, 0, 0o755) == ENOSYS, (abi, nr)
-    for nr in abi.ioctl:  # chattr's FS_IOC_SETFLAGS (64-, 32-bit), FS_IOC_FSSETXATTR: refused; TCGETS, FIONBIO
-        assert [_verdict(prog, abi.arch, nr, req) for req in (0x40086602, 0x40046602, 0x401C5820, 0x5401, 0x5421)
-                ] == [EPERM] * 3 + [ALLOW] * 2, (abi, nr)
+    for nr in abi.ioctl:  # chattr's FS_IOC_SETFLAGS (64-, 32-bit), FS_IOC_FSSETXATTR, USERFAULTFD_IOC_NEW: refused;
+        assert [_verdict(prog, abi.arch, nr, req)  # TCGETS, FIONBIO: allowed
+                for req in (0x40086602, 0x40046602, 0x401C5820, 0xAA00, 0x5401, 0x5421)] == [EPERM] * 4 + [ALLOW] * 2
+    assert abi.uffd, abi
+    for nr in abi.uffd:  # userfaultfd: with UFFD_USER_MODE_ONLY (1) allowed, else refused
+        assert [_verdict(prog, abi.arch, nr, 0, flags) for flags in (1, 1 | 0o4000, 0, 0o4000)] == [ALLOW] * 2 + [
+            EPERM] * 2, (abi, nr)
     for nr in (*abi.prio, *abi.ioprio):
         user = 2 if nr in abi.prio else 3  # PRIO_USER, IOPRIO_WHO_USER
         for which in (0, 1, 2) if nr in abi.prio else (1, 2, 3):

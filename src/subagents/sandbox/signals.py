@@ -23,6 +23,11 @@ gets a seccomp filter whose calls on another process the command's **reaper** de
   ``EPERM``: Landlock does not check them, and an owner may set most flags on a file it may only read (``chattr
   +d`` keeps a file out of ``dump`` backups, ``+S`` slows every write to it) — the filter cannot tell where the
   file is, so ``chattr`` fails in the workspace too;
+- a ``userfaultfd`` that would handle the kernel's faults too (without ``UFFD_USER_MODE_ONLY``, or from
+  ``/dev/userfaultfd``) fails with ``EPERM``: the reaper reads the paths of the calls it carries out from the
+  command's memory, and a page whose fault the command never answers would hold the reaper for good (the kernel
+  allows one only to a privileged process, or where ``vm.unprivileged_userfaultfd`` is 1, or, before Landlock ABI 5,
+  to a root runtime's command through ``/dev/userfaultfd``);
 - ``chmod``, ``fchmod``, ``fchmodat``, ``fchmodat2``, ``utimensat`` and the ``setxattr``/``removexattr`` calls
   always go to the reaper (Landlock has no right for them: ``chmod 000 ~`` worked, and an ACL, an attribute, is a
   ``chmod``), which carries each out itself (``utime``, ``utimes``, ``futimesat``, ``setxattrat``,
@@ -71,13 +76,14 @@ class _Abi(NamedTuple):
     # setxattr is a chmod); only in a machine's first (native) block, whose pointers the reaper reads
     meta: tuple[int, ...] = ()
     no_meta: tuple[int, ...] = ()  # the others (utime, utimes, futimesat, setxattrat...; other ABIs'): ENOSYS
+    uffd: tuple[int, ...] = ()  # userfaultfd: only UFFD_USER_MODE_ONLY (the reaper reads the command's memory)
 
 
 _GENERIC = _Abi(0, (129, 130, 131, 138, 240), (424,), (25,), (29,), (140,), (30,), (118, 119, 122, 274),
-                ((), (52,), (53,), (452,)), (88, 5, 6, 7, 14, 15, 16), (463, 466))
+                ((), (52,), (53,), (452,)), (88, 5, 6, 7, 14, 15, 16), (463, 466), (282,))
 _META32 = (226, 227, 228, 235, 236, 237, 412, 463, 466)  # i386 and 32-bit ARM: xattrs, utimensat_time64...
 _ARM32 = _Abi(0x40000028, (37, 238, 268, 178, 363), (424,), (55, 221), (54,), (97,), (314,), (154, 156, 241, 380),
-              ((15,), (94,), (333,), (452,)), (), (*_META32, 269, 326, 348))
+              ((15,), (94,), (333,), (452,)), (), (*_META32, 269, 326, 348), (388,))
 _ABIS: dict[str, tuple[_Abi, ...]] = {
     "x86_64": (_Abi(0xC000003E, (62, 200, 234, 129, 297, *(_X32 | n for n in (62, 200, 234, 524, 536))),
                     (424, _X32 | 424), (72, _X32 | 72), (16, _X32 | 514), (141, _X32 | 141), (251, _X32 | 251),
@@ -85,9 +91,9 @@ _ABIS: dict[str, tuple[_Abi, ...]] = {
                     ((90, _X32 | 90), (91, _X32 | 91), (268, _X32 | 268), (452, _X32 | 452)),
                     (280, 188, 189, 190, 197, 198, 199),
                     (132, 235, 261, 463, 466, *(_X32 | n for n in (280, 188, 189, 190, 197, 198, 199, 132, 235, 261,
-                                                                   463, 466)))),
+                                                                   463, 466))), (323, _X32 | 323)),
                _Abi(0x40000003, (37, 238, 270, 178, 335), (424,), (55, 221), (54,), (97,), (289,),
-                    (154, 156, 241, 351), ((15,), (94,), (306,), (452,)), (), (*_META32, 30, 271, 299, 320))),
+                    (154, 156, 241, 351), ((15,), (94,), (306,), (452,)), (), (*_META32, 30, 271, 299, 320), (374,))),
     "aarch64": (_GENERIC._replace(arch=0xC00000B7), _ARM32),
     "riscv64": (_GENERIC._replace(arch=0xC00000F3),
                 _GENERIC._replace(arch=0x400000F3, meta=(), no_meta=(5, 6, 7, 14, 15, 16, 412, 463, 466))),
@@ -99,12 +105,14 @@ LISTENER_CALLS = {"x86_64": "317,46,47,3", "amd64": "317,46,47,3", "aarch64": "2
 and ``recvmsg`` (it sends the listener to the reaper, ``SCM_RIGHTS``) and ``close`` (Perl does not close a descriptor
 0-2 it did not open, and the reaper's are free)."""
 
-_LD, _JEQ, _RET = 0x20, 0x15, 0x06
+_LD, _JEQ, _JSET, _RET = 0x20, 0x15, 0x45, 0x06
 _RETS = {"allow": 0x7FFF0000, "notify": 0x7FC00000, "enosys": 0x00050000 | errno.ENOSYS,
          "eperm": 0x00050000 | errno.EPERM}
 _F_SETOWN, _F_SETOWN_EX, _FIOSETOWN, _SIOCSPGRP = 8, 15, 0x8901, 0x8902
 _PRIO_USER, _IOPRIO_WHO_USER = 2, 3
-_NO_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)  # FS_IOC_SETFLAGS (and 32-bit), FS_IOC_FSSETXATTR: chattr
+_NO_IOCTLS = (0x40086602, 0x40046602, 0x401C5820,  # FS_IOC_SETFLAGS (and 32-bit), FS_IOC_FSSETXATTR: chattr;
+              0xAA00)  # USERFAULTFD_IOC_NEW (/dev/userfaultfd): a userfaultfd that handles the kernel's faults too
+_UFFD_USER_MODE_ONLY = 1
 _ARG0, _ARG1 = 16, 24  # offsets of the low halves of args[0] and args[1] in struct seccomp_data (little-endian)
 
 
@@ -147,7 +155,7 @@ def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | 
         prog += [f"abi{i}", (_LD, None, None, 4), (_JEQ, None, nxt, abi.arch), (_LD, None, None, 0)]
         calls = [("prio", abi.prio), ("ioprio", abi.ioprio), ("pid", abi.sched),
                  ("notify", (*(nr for nrs in abi.chmod for nr in nrs), *abi.meta)), ("enosys", abi.no_meta),
-                 ("ioctl", abi.ioctl)]
+                 ("ioctl", abi.ioctl), ("uffd", abi.uffd)]
         if signals:
             calls += [("notify", abi.signals), ("enosys", abi.pidfd), ("fcntl", abi.fcntl)]
         for label, nrs in calls:
@@ -157,7 +165,8 @@ def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | 
              "ioprio", (_LD, None, None, _ARG0), (_JEQ, "eperm", "who", _IOPRIO_WHO_USER),
              "who", (_LD, None, None, _ARG1), (_JEQ, "allow", "notify", 0),  # 0: the caller (its process, group)
              "pid", (_LD, None, None, _ARG0), (_JEQ, "allow", "notify", 0)]
-    prog += ["ioctl", (_LD, None, None, _ARG1), *((_JEQ, "eperm", None, req) for req in _NO_IOCTLS),
+    prog += ["uffd", (_LD, None, None, _ARG0), (_JSET, "allow", "eperm", _UFFD_USER_MODE_ONLY),
+             "ioctl", (_LD, None, None, _ARG1), *((_JEQ, "eperm", None, req) for req in _NO_IOCTLS),
              *((_JEQ, "eperm", None, req) for req in (_FIOSETOWN, _SIOCSPGRP) if signals), (_JEQ, "allow", "allow", 0)]
     if signals:
         prog += ["fcntl", (_LD, None, None, _ARG1), (_JEQ, "notify", None, _F_SETOWN),
