@@ -461,6 +461,39 @@ class AttackSuite:
         assert (f.st_mode & 0o7777, f.st_atime_ns, f.st_mtime_ns) == (0o644, 8_000_000_000, 8_000_000_000)
         assert (ws / "src" / "link").lstat().st_mtime == 9
 
+    async def test_cannot_change_the_group_of_what_lies_outside(self, ctx: ToolContext, ws: Path, place: Path) -> None:
+        # chown without capabilities gives a file to another of the user's groups (a key with g+r to a shared group).
+        # A root runtime's command runs as uid 0 without capabilities: it may give root's files to group 0.
+        if os.geteuid() != 0:
+            pytest.skip("needs files of another group that the command's user may give to its own: run as root")
+        target = place / "key"
+        target.write_text("k")
+        (ws / "src" / "f").write_text("f")
+        (ws / "src" / "link").symlink_to(target)
+        for p in (target, ws / "src" / "f"):
+            os.chown(p, -1, 1)
+        os.lchown(ws / "src" / "link", -1, 1)
+        script = ("import os, sys\n"
+                  "def t(name, f):\n"
+                  "    try: f(); print(name, 'DONE')\n"
+                  "    except OSError as e: print(name, 'REFUSED', e.errno)\n"
+                  "k = sys.argv[1]\n"
+                  "t('path', lambda: os.chown(k, -1, 0))\n"
+                  "t('through_link', lambda: os.chown('src/link', -1, 0))\n"
+                  "t('nofollow', lambda: os.chown(k, -1, 0, follow_symlinks=False))\n"
+                  "t('fd', lambda: os.chown(os.open(k, os.O_RDONLY), -1, 0))\n"
+                  "t('at', lambda: os.chown(os.path.basename(k), -1, 0, dir_fd=os.open(os.path.dirname(k), 0)))\n"
+                  "t('own', lambda: os.chown('src/f', -1, 0))\n"
+                  "t('own_link', lambda: os.chown('src/link', -1, 0, follow_symlinks=False))\n")
+        out, lines = await outcomes(ctx, script, target)
+        for name in ("path", "through_link", "nofollow", "fd", "at"):
+            assert lines[name].startswith("REFUSED"), out
+        assert os.stat(target).st_gid == 1
+        assert lines["own"] == "DONE", out
+        assert lines["own_link"] == "DONE", out
+        assert (ws / "src" / "f").stat().st_gid == 0
+        assert (ws / "src" / "link").lstat().st_gid == 0
+
     async def test_cannot_set_the_flags_of_what_lies_outside(self, ctx: ToolContext, place: Path) -> None:
         # chattr: FS_IOC_SETFLAGS on a file opened for reading (+d: left out of dump backups, +S: every write synced);
         # Landlock does not check that ioctl.

@@ -57,9 +57,9 @@ class TestLandlock(AttackSuite):
 
     async def test_the_reaper_answers_bad_metadata_calls_as_the_kernel_would_and_carries_on(self, ctx: ToolContext
                                                                                            ) -> None:
-        # The reaper carries out chmod, utimensat and the xattr calls itself (Landlock has no right for them): what a
-        # program passes it is untrusted.  Bad pointers, a path or name too long, unknown flags, a descriptor that is
-        # not open, an attribute value over the limit: each gets the kernel's error, and the reaper goes on.
+        # The reaper carries out chmod, chown, utimensat and the xattr calls itself (Landlock has no right for them):
+        # what a program passes it is untrusted.  Bad pointers, a path or name too long, unknown flags, a descriptor
+        # that is not open, an attribute value over the limit: each gets the kernel's error, and the reaper goes on.
         if platform.machine() != "x86_64":
             pytest.skip("raw x86-64 system call numbers")
         script = ("import ctypes, os\n"
@@ -79,6 +79,9 @@ class TestLandlock(AttackSuite):
                   "t('big_value', 188, c(b'src/f'), c(b'user.x'), c(b'1'), 1 << 20, 0)\n"
                   "t('wild_times', 280, -100, c(b'src/f'), ctypes.c_void_p(0x10), 0)\n"
                   "t('times_flags', 280, -100, c(b'src/f'), None, 0x8)\n"
+                  "t('chown_null', 92, None, -1, -1)\n"
+                  "t('chown_flags', 260, -100, c(b'src/f'), -1, -1, 0x4)\n"
+                  "t('chown_fd', 93, 999, -1, -1)\n"
                   "t('fine', 90, c(b'src/f'), 0o600)\n")
         out, got = await outcomes(ctx, script)
         assert got == {"null_path": str(errno.EFAULT), "wild_path": str(errno.EFAULT),
@@ -86,7 +89,9 @@ class TestLandlock(AttackSuite):
                        "bad_dirfd": str(errno.EBADF), "bad_fd": str(errno.EBADF), "long_name": str(errno.ERANGE),
                        "empty_name": str(errno.ERANGE), "wild_value": str(errno.EFAULT),
                        "big_value": str(errno.E2BIG), "wild_times": str(errno.EFAULT),
-                       "times_flags": str(errno.EINVAL), "fine": "0", "exit": "code 0"}, out
+                       "times_flags": str(errno.EINVAL), "chown_null": str(errno.EFAULT),
+                       "chown_flags": str(errno.EINVAL), "chown_fd": str(errno.EBADF), "fine": "0",
+                       "exit": "code 0"}, out
 
     async def test_no_abstract_socket_of_the_host_with_the_network_on_before_linux_6_12(
             self, ws: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

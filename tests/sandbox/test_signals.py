@@ -107,7 +107,7 @@ def test_the_filter_sends_signal_calls_to_the_handler_and_refuses_what_it_cannot
                 ALLOW] * 2
         _schedules(prog, abi)
         listed = {*abi.signals, *abi.pidfd, *abi.fcntl, *abi.ioctl, *abi.prio, *abi.ioprio, *abi.sched,
-                  *(nr for nrs in abi.chmod for nr in nrs), *abi.meta, *abi.no_meta, *abi.uffd}
+                  *(nr for nrs in (*abi.chmod, *abi.chown) for nr in nrs), *abi.meta, *abi.no_meta, *abi.uffd}
         for nr in (0, 1, 59, 221, 435, 0x40000000 | 1):  # read, write, execve...: allowed
             if nr not in listed:
                 assert _verdict(prog, abi.arch, nr, 8) == ALLOW, (abi, nr)
@@ -115,9 +115,9 @@ def test_the_filter_sends_signal_calls_to_the_handler_and_refuses_what_it_cannot
     assert len({abi.arch for abi in abis}) == len(abis)
     kinds = handled_calls(machine).split(",")
     assert len(kinds) == sum(len(abi.fcntl) + len(abi.prio) + len(abi.ioprio) + sum(map(len, abi.chmod))
-                             + len(abi.meta) for abi in abis)
-    with_chmod = {"m"} if machine != "riscv64" else set()  # (riscv64 has no chmod(2), only fchmodat)
-    assert {k.rsplit(":", 1)[1] for k in kinds} == {"f", "p", "i", "d", "a", "M", *"uxXyrRz"} | with_chmod
+                             + len(abi.meta) + sum(map(len, abi.chown)) for abi in abis)
+    by_path = {"m", "o", "O"} if machine != "riscv64" else set()  # (riscv64: no chmod(2) nor chown(2), only the -at)
+    assert {k.rsplit(":", 1)[1] for k in kinds} == {"f", "p", "i", "d", "a", "M", *"uxXyrRz", "q", "Q"} | by_path
     assert signal_filter("sparc64") is None
 
 
@@ -137,8 +137,8 @@ def test_with_the_scope_only_the_scheduling_calls_are_filtered(machine: str) -> 
 def _schedules(prog: str, abi: Any) -> None:
     """Scheduling calls: on the caller (0) allowed, on the user refused, on another process to the handler; every
     chmod call to the handler (it carries them out where the command may write)."""
-    assert all(nrs for nrs in abi.chmod[1:]), abi  # fchmod, fchmodat, fchmodat2 on every ABI
-    for nr in (*(nr for nrs in abi.chmod for nr in nrs), *abi.meta):  # (and utimensat, the xattr calls)
+    assert all(nrs for nrs in (*abi.chmod[1:], *abi.chown[2:])), abi  # fchmod(at(2)), fchown(at) on every ABI
+    for nr in (*(nr for nrs in (*abi.chmod, *abi.chown) for nr in nrs), *abi.meta):  # (utimensat, xattrs, chown)
         assert _verdict(prog, abi.arch, nr, 0, 0o755) == NOTIFY, (abi, nr)
     for nr in abi.no_meta:  # utime, utimes, futimesat, setxattrat...; another ABI's (whose pointers it does not read)
         assert _verdict(prog, abi.arch, nr, 0, 0o755) == ENOSYS, (abi, nr)

@@ -38,17 +38,17 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
 - signals and abstract UNIX sockets scoped to the sandbox (ABI ≥ 6): a command cannot signal the
   runtime nor reach an abstract socket outside.  ``/proc/<pid>`` of processes outside the sandbox
   is not readable (Landlock's ptrace restriction), so neither is the runtime's environment;
-- ``chmod``, times and extended attributes only where it may write: Landlock has no right for them (``chmod 000
-  ~``, a key made world-readable by its mode or an ACL — ``setxattr(system.posix_acl_access)`` — or, a root
-  runtime's command, ``chmod 666 /etc/shadow``), so every ``chmod``, ``fchmod``, ``fchmodat(2)``, ``utimensat``
-  and ``(l|f)setxattr``/``(l|f)removexattr`` goes to the command's reaper, which opens the target itself, checks
+- ``chmod``, ``chown``, times and extended attributes only where it may write: Landlock has no right for them
+  (``chmod 000 ~``, a key made world-readable by its mode or an ACL — ``setxattr(system.posix_acl_access)`` — or
+  given to a shared group, or, a root runtime's command, ``chmod 666 /etc/shadow``), so every ``chmod``,
+  ``fchmod``, ``fchmodat(2)``, ``(l|f)chown(at)``, ``utimensat`` and ``(l|f)setxattr``/``(l|f)removexattr`` goes
+  to the command's reaper, which opens the target itself, checks
   what it opened against :attr:`Ruleset.write_areas` and acts on that (:mod:`.signals`, :mod:`.supervisor`):
   ~60 µs a call; ``chattr`` is refused (:mod:`.signals`).
 
 Not covered (use bubblewrap where user namespaces are allowed): UNIX sockets of its own (a local server on a socket
-in ``$TMPDIR``: the filter cannot tell them from the host's); ``chown`` of files outside (Landlock does not restrict
-it; without capabilities it gives a file only to one of the user's groups); processes that leave the command's
-process group (``setsid``) survive it.
+in ``$TMPDIR``: the filter cannot tell them from the host's); processes that leave the command's process group
+(``setsid``) survive it.
 """
 
 from __future__ import annotations

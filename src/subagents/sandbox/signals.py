@@ -1,5 +1,5 @@
 """What a Landlock command may do to other processes (signals before Landlock's scope, ABI < 6; scheduling), and
-where it may change modes, times and attributes (``chmod``, ``utimensat``, ``setxattr``...).
+where it may change modes, owners, times and attributes (``chmod``, ``chown``, ``utimensat``, ``setxattr``...).
 
 Landlock scopes signals only from ABI 6 (Linux 6.12): before that a command could signal every process of the user
 (``kill -9 -1`` or ``pkill python`` ended the runtime, ``kill -9 $PPID`` its reaper, then nothing stopped what it
@@ -28,15 +28,15 @@ gets a seccomp filter whose calls on another process the command's **reaper** de
   command's memory, and a page whose fault the command never answers would hold the reaper for good (the kernel
   allows one only to a privileged process, or where ``vm.unprivileged_userfaultfd`` is 1, or, before Landlock ABI 5,
   to a root runtime's command through ``/dev/userfaultfd``);
-- ``chmod``, ``fchmod``, ``fchmodat``, ``fchmodat2``, ``utimensat`` and the ``setxattr``/``removexattr`` calls
-  always go to the reaper (Landlock has no right for them: ``chmod 000 ~`` worked, and an ACL, an attribute, is a
-  ``chmod``), which carries each out itself (``utime``, ``utimes``, ``futimesat``, ``setxattrat``,
-  ``removexattrat``, which C libraries do not use, and those of 32-bit programs get ``ENOSYS``): it reads the path
-  from the caller's memory, opens it (``O_PATH``; relative to the caller's working directory or directory
-  descriptor, ``/proc/self`` being the caller's), checks the real path of *what it opened* against the areas the
-  command may write (:attr:`.landlock.Ruleset.write_areas`), then acts on that: a path rewritten or a
-  symlink swapped meanwhile changes nothing (let through after a check, the call could find another file). Elsewhere
-  ``EPERM``.
+- ``chmod``, ``fchmod``, ``fchmodat``, ``fchmodat2``, the ``chown`` calls, ``utimensat`` and the
+  ``setxattr``/``removexattr`` calls always go to the reaper (Landlock has no right for them: ``chmod 000 ~``
+  worked, an ACL, an attribute, is a ``chmod``, and ``chown`` gives a file to another of the user's groups), which
+  carries each out itself (``utime``, ``utimes``, ``futimesat``, ``setxattrat``, ``removexattrat``, which C
+  libraries do not use, 16-bit ``chown`` and those of 32-bit programs get ``ENOSYS``): it reads the path from the
+  caller's memory, opens it (``O_PATH``; relative to the caller's working directory or directory descriptor,
+  ``/proc/self`` being the caller's), checks the real path of *what it opened* against the areas the command may
+  write (:attr:`.landlock.Ruleset.write_areas`), then acts on that: a path rewritten or a symlink swapped meanwhile
+  changes nothing (let through after a check, the call could find another file). Elsewhere ``EPERM``.
 
 The reaper lets a call proceed only when its target is the command's own: a process (or thread) descending from
 the reaper (every process the command starts does, however it detaches: the reaper is their subreaper), the
@@ -77,13 +77,16 @@ class _Abi(NamedTuple):
     meta: tuple[int, ...] = ()
     no_meta: tuple[int, ...] = ()  # the others (utime, utimes, futimesat, setxattrat...; other ABIs'): ENOSYS
     uffd: tuple[int, ...] = ()  # userfaultfd: only UFFD_USER_MODE_ONLY (the reaper reads the command's memory)
+    # chown, lchown, fchown, fchownat (32-bit ids; the 16-bit ones of 32-bit ABIs are in no_meta): the reaper's too
+    chown: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), (), ())
 
 
 _GENERIC = _Abi(0, (129, 130, 131, 138, 240), (424,), (25,), (29,), (140,), (30,), (118, 119, 122, 274),
-                ((), (52,), (53,), (452,)), (88, 5, 6, 7, 14, 15, 16), (463, 466), (282,))
+                ((), (52,), (53,), (452,)), (88, 5, 6, 7, 14, 15, 16), (463, 466), (282,), ((), (), (55,), (54,)))
 _META32 = (226, 227, 228, 235, 236, 237, 412, 463, 466)  # i386 and 32-bit ARM: xattrs, utimensat_time64...
 _ARM32 = _Abi(0x40000028, (37, 238, 268, 178, 363), (424,), (55, 221), (54,), (97,), (314,), (154, 156, 241, 380),
-              ((15,), (94,), (333,), (452,)), (), (*_META32, 269, 326, 348), (388,))
+              ((15,), (94,), (333,), (452,)), (), (*_META32, 269, 326, 348, 182, 95, 16), (388,),
+              ((212,), (198,), (207,), (325,)))
 _ABIS: dict[str, tuple[_Abi, ...]] = {
     "x86_64": (_Abi(0xC000003E, (62, 200, 234, 129, 297, *(_X32 | n for n in (62, 200, 234, 524, 536))),
                     (424, _X32 | 424), (72, _X32 | 72), (16, _X32 | 514), (141, _X32 | 141), (251, _X32 | 251),
@@ -91,9 +94,12 @@ _ABIS: dict[str, tuple[_Abi, ...]] = {
                     ((90, _X32 | 90), (91, _X32 | 91), (268, _X32 | 268), (452, _X32 | 452)),
                     (280, 188, 189, 190, 197, 198, 199),
                     (132, 235, 261, 463, 466, *(_X32 | n for n in (280, 188, 189, 190, 197, 198, 199, 132, 235, 261,
-                                                                   463, 466))), (323, _X32 | 323)),
+                                                                   463, 466))), (323, _X32 | 323),
+                    ((92, _X32 | 92), (94, _X32 | 94), (93, _X32 | 93), (260, _X32 | 260))),
                _Abi(0x40000003, (37, 238, 270, 178, 335), (424,), (55, 221), (54,), (97,), (289,),
-                    (154, 156, 241, 351), ((15,), (94,), (306,), (452,)), (), (*_META32, 30, 271, 299, 320), (374,))),
+                    (154, 156, 241, 351), ((15,), (94,), (306,), (452,)), (), (*_META32, 30, 271, 299, 320, 182, 95,
+                                                                                  16), (374,),
+                    ((212,), (198,), (207,), (298,)))),
     "aarch64": (_GENERIC._replace(arch=0xC00000B7), _ARM32),
     "riscv64": (_GENERIC._replace(arch=0xC00000F3),
                 _GENERIC._replace(arch=0x400000F3, meta=(), no_meta=(5, 6, 7, 14, 15, 16, 412, 463, 466))),
@@ -126,19 +132,21 @@ def handled_calls(machine: str | None = None) -> str:
     (decimal): ``f`` ``fcntl`` (``F_SETOWN``'s pid, the third), ``p`` ``setpriority`` and ``i`` ``ioprio_set``
     (which kind of target, then its id); and the calls it carries out itself: ``m`` ``chmod``, ``d`` ``fchmod``,
     ``a`` ``fchmodat``, ``M`` ``fchmodat2``, ``u`` ``utimensat``, ``x`` ``setxattr``, ``X`` ``lsetxattr``, ``y``
-    ``fsetxattr``, ``r`` ``removexattr``, ``R`` ``lremovexattr``, ``z`` ``fremovexattr``."""
+    ``fsetxattr``, ``r`` ``removexattr``, ``R`` ``lremovexattr``, ``z`` ``fremovexattr``, ``o`` ``chown``, ``O``
+    ``lchown``, ``q`` ``fchown``, ``Q`` ``fchownat``."""
     return ",".join(f"{abi.arch}/{nr}:{kind}" for abi in _machine(machine) or ()
                     for kind, nrs in (("f", abi.fcntl), ("p", abi.prio), ("i", abi.ioprio),
-                                      *zip("mdaM", abi.chmod, strict=True), *zip("uxXyrRz", abi.meta, strict=False))
+                                      *zip("mdaM", abi.chmod, strict=True), *zip("uxXyrRz", abi.meta, strict=False),
+                                      *zip("oOqQ", abi.chown, strict=True))
                     for nr in (nrs if isinstance(nrs, tuple) else (nrs,)))
 
 
 def carried_calls(machine: str | None = None) -> str:
-    """The native numbers of ``utimensat``, ``setxattr`` and ``removexattr``, which the reaper makes (``0,0,0``:
-    none)."""
+    """The native numbers of ``utimensat``, ``setxattr``, ``removexattr`` and ``fchownat``, which the reaper makes
+    (``0,0,0,0``: none)."""
     abis = _machine(machine)
     meta = abis[0].meta if abis else ()
-    return f"{meta[0]},{meta[1]},{meta[4]}" if meta else "0,0,0"
+    return f"{meta[0]},{meta[1]},{meta[4]},{abis[0].chown[3][0]}" if abis and meta else "0,0,0,0"
 
 
 @cache
@@ -154,7 +162,8 @@ def signal_filter(machine: str | None = None, *, signals: bool = True) -> str | 
         nxt = f"abi{i + 1}" if i + 1 < len(abis) else "allow"
         prog += [f"abi{i}", (_LD, None, None, 4), (_JEQ, None, nxt, abi.arch), (_LD, None, None, 0)]
         calls = [("prio", abi.prio), ("ioprio", abi.ioprio), ("pid", abi.sched),
-                 ("notify", (*(nr for nrs in abi.chmod for nr in nrs), *abi.meta)), ("enosys", abi.no_meta),
+                 ("notify", (*(nr for nrs in (*abi.chmod, *abi.chown) for nr in nrs), *abi.meta)),
+                 ("enosys", abi.no_meta),
                  ("ioctl", abi.ioctl), ("uffd", abi.uffd)]
         if signals:
             calls += [("notify", abi.signals), ("enosys", abi.pidfd), ("fcntl", abi.fcntl)]

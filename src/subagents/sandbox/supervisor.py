@@ -71,7 +71,8 @@ REAPER_SCRIPT = r"""
 my ($nr, $usr2, $scope, $runtime, $signals, $calls, $kinds, $areas) = splice(@ARGV, 0, 8); $0 = 'subagents: command';
 my ($seccomp, $sendmsg, $recvmsg, $close) = split(/,/, $calls);
 my %kind = map { split(/:/, $_, 2) } grep { /:/ } split(/,/, $kinds);
-my ($opath, $nofollow, $utimensat, $setxattr, $removexattr, @area) = $areas eq '-' ? () : split(/,/, $areas);
+my ($opath, $nofollow, $utimensat, $setxattr, $removexattr, $fchownat, @area) = $areas eq '-' ? ()
+  : split(/,/, $areas);
 my ($tmp, $ws, @ro) = map { $_ eq '-' ? '' : pack('H*', $_) } @area;  # where it may write: the temp dir, the
 # workspace, what in it it may not
 my @edits; while (@ARGV && $ARGV[0] ne '--') { push @edits, shift @ARGV } shift @ARGV;
@@ -120,13 +121,14 @@ sub cstr { my ($t, $at, $max) = @_; open(my $m, '<:raw', "/proc/$t/mem") or retu
     my $z = index($b, "\0"); return $s . substr($b, 0, $z) if $z >= 0; $s .= $b } $! = $max > 256 ? 36 : 34; return }
 sub fault { $! == 36 || $! == 34 ? $! + 0 : $! == 1 || $! == 13 ? 1 : 14 }  # (not dumpable: EPERM)
 sub carry { my ($l, $id, $k, $t, @x) = @_;  # a call it carries out: the errno to answer (undef: its caller is gone)
-  my ($d, $at, $fl, @a) = $k =~ /[mxXrR]/ ? (-100, $x[0], $k =~ /[XR]/ ? 0x100 : 0, @x[1 .. 4])
-    : $k =~ /[dyz]/ ? ($x[0], 0, 0x1000, @x[1 .. 4]) : ($x[0], $x[1], $k eq 'a' ? 0 : $x[3], $x[2]);
+  my ($d, $at, $fl, @a) = $k =~ /[mxXrRoO]/ ? (-100, $x[0], $k =~ /[XRO]/ ? 0x100 : 0, @x[1 .. 4])
+    : $k =~ /[dyzq]/ ? ($x[0], 0, 0x1000, @x[1 .. 4])
+    : ($x[0], $x[1], $k eq 'a' ? 0 : $k eq 'Q' ? $x[4] : $x[3], @x[2 .. 3]);
   $d = unpack('l', pack('L', $d & 0xffffffff)); return 22 if $fl & ~0x1100;
   my ($p, $v, $name) = ('');
-  if ($at || $k !~ /[dyzu]/) { $p = cstr($t, $at, 4096) // return fault() } else { $fl |= 0x1000 }
+  if ($at || $k !~ /[dyzuq]/) { $p = cstr($t, $at, 4096) // return fault() } else { $fl |= 0x1000 }
   if ($k eq 'u') { $v = $a[0] ? mem($t, $a[0], 32) // return fault() : 0 }  # two timespecs, or now
-  elsif ($k !~ /[mdaM]/) { $name = cstr($t, $a[0], 256) // return fault(); return 34 if $name eq '';
+  elsif ($k =~ /[xXyrRz]/) { $name = cstr($t, $a[0], 256) // return fault(); return 34 if $name eq '';
     if ($k =~ /[xXy]/) { return 7 if $a[2] > 65536; $v = $a[2] ? mem($t, $a[1], $a[2]) // return fault() : '' } }
   $p =~ s{^/proc/(?:thread-)?self(?=/|$)}{/proc/$t};  # its own (glibc's lchmod: /proc/self/fd/N), not the reaper's
   return 2 if $p eq '' && !($fl & 0x1000); return unless ioctl($l, 0x40082102, pack('Q', $id));  # still waiting
@@ -136,8 +138,9 @@ sub carry { my ($l, $id, $k, $t, @x) = @_;  # a call it carries out: the errno t
     or return $! + 0;
   my $f = '/proc/self/fd/' . fileno($h); my $r = readlink($f) // return 1;
   return 1 if $r !~ m{^/} || !may_write($r); my $link = (((stat($h))[2] // 0) & 0170000) == 0120000;
-  if ($k eq 'u') { my $e = '';  # (a string syscall() is given must be writable: a literal would end the reaper)
-    return 0 if syscall($utimensat + 0, fileno($h), $e, $v, 0x1000) == 0;  # (Linux < 5.8: EINVAL)
+  my $e = '';  # (a string syscall() is given must be writable: a literal would end the reaper)
+  return syscall($fchownat + 0, fileno($h), $e, $a[0] + 0, $a[1] + 0, 0x1000) == 0 ? 0 : $! + 0 if $k =~ /[oOqQ]/;
+  if ($k eq 'u') { return 0 if syscall($utimensat + 0, fileno($h), $e, $v, 0x1000) == 0;  # (Linux < 5.8: EINVAL)
     return $! == 22 && !$link && syscall($utimensat + 0, -100, $f, $v, 0) == 0 ? 0 : $! + 0 }
   return $k =~ /[mdaM]/ ? 95 : 1 if $link;  # a symlink's own mode (EOPNOTSUPP) or attributes
   return chmod($a[0] & 07777, $f) ? 0 : $! + 0 if $k =~ /[mdaM]/;
@@ -147,7 +150,7 @@ CARRY
 sub answer { my $n = "\0" x 256;  # one call on with it, or refused: 1; 0: none (its caller was killed, or the
   unless (ioctl($_[0], 0xC0502100, $n)) { return $! == 4 || $! == 2 ? 0 : undef }  # command is gone); undef: error
   my ($id, $call, $arch, $a0, $a1, $a2) = unpack('Q x8 l L x8 l x4 l x4 l', $n); my $k = $kind{"$arch/$call"} // '';
-  if ($k =~ /^[mdaMuxXyrRz]$/) { eval "$CARRY; 1" unless defined &carry;
+  if ($k =~ /^[mdaMuxXyrRzoOqQ]$/) { eval "$CARRY; 1" unless defined &carry;
     my $e = eval { carry($_[0], $id, $k, unpack('x8 L x20 Q5', $n)) } // ($@ ? 1 : undef);
     return 1 unless defined $e;
     ioctl($_[0], 0xC0182101, pack('Q q l L', $id, 0, -$e, 0) . ("\0" x 232)); return 1 }
