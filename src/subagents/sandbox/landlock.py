@@ -42,9 +42,9 @@ What a confined command gets (Landlock is an allowlist: nothing is denied, only 
   (``chmod 000 ~``, a key made world-readable by its mode or an ACL — ``setxattr(system.posix_acl_access)`` — or
   given to a shared group, or, a root runtime's command, ``chmod 666 /etc/shadow``), so every ``chmod``,
   ``fchmod``, ``fchmodat(2)``, ``(l|f)chown(at)``, ``utimensat`` and ``(l|f)setxattr``/``(l|f)removexattr`` goes
-  to the command's reaper, which opens the target itself, checks
-  what it opened against :attr:`Ruleset.write_areas` and acts on that (:mod:`.signals`, :mod:`.supervisor`):
-  ~60 µs a call; ``chattr`` is refused (:mod:`.signals`).
+  to the command's reaper, which opens the target itself, checks what it opened against
+  :attr:`Ruleset.write_areas` and acts on that (:mod:`.signals`, :mod:`.supervisor`): ~60 µs a call; ``chattr`` is
+  refused (:mod:`.signals`).
 
 Not covered (use bubblewrap where user namespaces are allowed): UNIX sockets of its own (a local server on a socket
 in ``$TMPDIR``: the filter cannot tell them from the host's); processes that leave the command's process group
@@ -167,8 +167,9 @@ class Ruleset:
     fd: int
     abi: int
     seccomp: Callable[[], None] | None = None
-    # where a command may change modes (its reaper decides its chmod calls, :mod:`.signals`): its temp dir, the
-    # workspace (``""``: not writable) but its root, and the paths in it that are not written (nor their parents)
+    # where a command may change metadata (its reaper carries out its chmod, chown, utimensat and xattr calls,
+    # :mod:`.signals`): its temp dir, the workspace (``""``: not writable) but its root, and the paths in it that
+    # are not written (nor their parents)
     write_areas: tuple[str, ...] = ()
 
     def close(self) -> None:
