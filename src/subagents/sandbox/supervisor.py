@@ -110,7 +110,7 @@ sub verdict { my ($t, $r) = @_; return 0 if $t == 0 || $t == -$group; return 1 i
     $any = 1; return 1 if mine($_, $r) <= 0 }
   return $any ? 0 : 3 }
 my $CARRY = <<'CARRY';  # compiled at its first call (~0.4 ms a command otherwise)
-sub may_write { my $r = shift; return 1 if defined $tmp && ($r eq $tmp || index($r, "$tmp/") == 0);
+sub may_write { my $r = shift; return 1 if $tmp && ($r eq $tmp || index($r, "$tmp/") == 0);
   return 0 if !$ws || index($r, "$ws/") != 0; for (@ro) { return 0 if $r eq $_ || index("$r/", "$_/") == 0
     || index($_, "$r/") == 0 } 1 }
 sub mem { my ($t, $at, $n) = @_; my $b; open(my $m, '<:raw', "/proc/$t/mem") or return;
